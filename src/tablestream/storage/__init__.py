@@ -1,0 +1,1 @@
+"""Topics: the embedded Delta log (default) and Kafka, Kafka's partitioner, formats."""

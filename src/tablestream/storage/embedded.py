@@ -1,0 +1,437 @@
+"""The embedded topic store: Kafka's log semantics on Delta tables in a local directory.
+
+Layout under the tablestream home (``$TABLESTREAM_HOME``, default ``./.tablestream``)::
+
+    topics/<name>/topic.json   the topic's settings; the topic exists iff this file does
+    topics/<name>/log/         a Delta table, partitioned by ``partition``, one row per record
+    topics/<name>/.lock        held from reading the end offsets to the commit of an append
+
+Offsets are contiguous per partition and never reused: the end offset of every partition
+travels in each commit's ``userMetadata``, so compaction (which removes records, maybe the
+last one of a partition) never moves it back. Appends from several processes serialize on
+the topic's lock file. Readers never take the lock: every commit is atomic.
+
+The store needs no JVM (delta-rs); Spark reads the same tables as streams
+(:meth:`EmbeddedStore.read_stream`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+from .. import config as ts_config
+from ..errors import (
+    InvalidPartitionError,
+    InvalidTopicError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from .partitioner import partitions_for_keys, spread_keyless
+from .topic import Record, TopicConfig, TopicDescription, validate_topic_name
+
+HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+LOG_SCHEMA = pa.schema(
+    [
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("headers", HEADER_TYPE),
+    ]
+)
+
+# Columns of a topic read through Spark, identical for the embedded and Kafka backends.
+SPARK_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
+
+_CHECKPOINT_EVERY = 100  # Delta versions between log checkpoints (keeps table loads fast)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class EmbeddedStore:
+    """Topics as Delta tables under a home directory.
+
+    >>> store = EmbeddedStore("/tmp/ts-doc")                          # doctest: +SKIP
+    >>> store.create_topic(TopicConfig("orders", partitions=3))       # doctest: +SKIP
+    >>> store.produce("orders", [Record(b"k1", b'{"qty": 2}')])       # doctest: +SKIP
+    [Record(key=b'k1', value=b'{"qty": 2}', timestamp=..., partition=2, offset=0, headers=())]
+    """
+
+    def __init__(self, home: str | os.PathLike[str] | None = None):
+        self.home = ts_config.home(home)
+        self.topics_dir = self.home / "topics"
+
+    # ----------------------------------------------------------------- paths and locks
+    def _topic_dir(self, name: str) -> Path:
+        validate_topic_name(name)
+        return self.topics_dir / name
+
+    def log_path(self, name: str) -> Path:
+        """The Delta table holding the topic's records."""
+        self.topic_config(name)
+        return self._topic_dir(name) / "log"
+
+    @contextlib.contextmanager
+    def _lock(self, path: Path) -> Iterator[None]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _catalog_lock(self) -> contextlib.AbstractContextManager[None]:
+        return self._lock(self.topics_dir / ".catalog.lock")
+
+    def _topic_lock(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return self._lock(self._topic_dir(name) / ".lock")
+
+    # ------------------------------------------------------------------------ catalog
+    def create_topic(self, config: TopicConfig) -> TopicConfig:
+        """Create a topic; raises :class:`TopicExistsError` if it exists."""
+        topic_dir = self._topic_dir(config.name)
+        with self._catalog_lock():
+            if (topic_dir / "topic.json").exists():
+                raise TopicExistsError(config.name)
+            if topic_dir.exists():  # left over by a create that did not finish
+                shutil.rmtree(topic_dir)
+            topic_dir.mkdir(parents=True)
+            DeltaTable.create(
+                str(topic_dir / "log"),
+                schema=LOG_SCHEMA,
+                partition_by=["partition"],
+                name=config.name,
+                commit_properties=_commit_properties({}, None),
+            )
+            tmp = topic_dir / "topic.json.tmp"
+            tmp.write_text(json.dumps(asdict(config), indent=2, sort_keys=True))
+            tmp.replace(topic_dir / "topic.json")
+        return config
+
+    def list_topics(self) -> list[str]:
+        if not self.topics_dir.exists():
+            return []
+        return sorted(p.parent.name for p in self.topics_dir.glob("*/topic.json"))
+
+    def topic_config(self, name: str) -> TopicConfig:
+        path = self._topic_dir(name) / "topic.json"
+        try:
+            return TopicConfig(**json.loads(path.read_text()))
+        except FileNotFoundError:
+            raise UnknownTopicError(name) from None
+
+    def delete_topic(self, name: str) -> None:
+        topic_dir = self._topic_dir(name)
+        with self._catalog_lock():
+            self.topic_config(name)
+            with self._topic_lock(name):
+                (topic_dir / "topic.json").unlink()
+            shutil.rmtree(topic_dir)
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        config = self.topic_config(name)
+        table = DeltaTable(str(self._topic_dir(name) / "log"))
+        end = _end_offsets(table, config.partitions)
+        files = pa.table(table.get_add_actions(flatten=True))
+        counts = dict.fromkeys(range(config.partitions), 0)
+        starts = dict(end)
+        if files.num_rows:
+            for part, n, low in zip(
+                files.column("partition.partition").to_pylist(),
+                files.column("num_records").to_pylist(),
+                files.column("min.offset").to_pylist(),
+                strict=True,
+            ):
+                counts[int(part)] += n
+                if n:
+                    starts[int(part)] = min(starts[int(part)], low)
+        return TopicDescription(config, end, starts, counts)
+
+    def end_offsets(self, name: str) -> dict[int, int]:
+        config = self.topic_config(name)
+        return _end_offsets(DeltaTable(str(self._topic_dir(name) / "log")), config.partitions)
+
+    # ------------------------------------------------------------------------- append
+    def produce(self, name: str, records: Sequence[Record]) -> list[Record]:
+        """Append records atomically (all or none); returns them with partition, offset
+        and timestamp assigned, in input order."""
+        batch = pa.table(
+            {
+                "key": pa.array([r.key for r in records], pa.binary()),
+                "value": pa.array([r.value for r in records], pa.binary()),
+                "timestamp": pa.array([r.timestamp for r in records], pa.int64()),
+                "partition": pa.array([r.partition for r in records], pa.int32()),
+                "headers": pa.array(
+                    [[{"key": k, "value": v} for k, v in r.headers] for r in records], HEADER_TYPE
+                ),
+            }
+        )
+        written = self.append(name, batch)
+        return [
+            replace(r, partition=p, offset=o, timestamp=t)
+            for r, p, o, t in zip(
+                records,
+                written.column("partition").to_pylist(),
+                written.column("offset").to_pylist(),
+                written.column("timestamp").to_pylist(),
+                strict=True,
+            )
+        ]
+
+    def append(
+        self, name: str, batch: pa.Table, *, txn: tuple[str, int] | None = None
+    ) -> pa.Table:
+        """Append an Arrow table of records (columns ``key``, ``value``; optional
+        ``timestamp``, ``partition``, ``headers``) in one atomic commit.
+
+        Partitions follow Kafka's default partitioner; missing timestamps become the
+        append time. With ``txn=(app_id, version)`` the append is idempotent: it is
+        skipped when that application already committed that version (a replayed
+        batch), and an empty table is returned.
+        Returns the rows as written (with ``partition``, ``offset``, ``timestamp``).
+        """
+        config = self.topic_config(name)
+        batch = _normalize(batch, config, now_ms())
+        path = str(self._topic_dir(name) / "log")
+        with self._topic_lock(name):
+            table = DeltaTable(path)
+            if txn is not None:
+                done = table.transaction_version(txn[0])
+                if done is not None and done >= txn[1]:
+                    return LOG_SCHEMA.empty_table()
+            end = _end_offsets(table, config.partitions)
+            offsets, new_end = _assign_offsets(batch.column("partition").to_numpy(), end)
+            rows = batch.append_column("offset", pa.array(offsets, pa.int64())).select(
+                LOG_SCHEMA.names
+            )
+            if rows.num_rows or txn is not None:
+                write_deltalake(
+                    path,
+                    rows,
+                    mode="append",
+                    partition_by=["partition"],
+                    commit_properties=_commit_properties(new_end, txn),
+                )
+                _maybe_checkpoint(path)
+        return rows
+
+    # ------------------------------------------------------------------------ read
+    def read(self, name: str) -> pa.Table:
+        """Every record the topic holds, ordered by partition then offset."""
+        self.topic_config(name)
+        table = DeltaTable(str(self._topic_dir(name) / "log")).to_pyarrow_table()
+        return table.select(LOG_SCHEMA.names).sort_by([("partition", "ascending"), ("offset", "ascending")])
+
+    def consume(
+        self, name: str, *, max_records: int | None = None, timeout: float = 10.0
+    ) -> list[Record]:
+        """Records from the beginning, ordered by partition then offset (``timeout`` is
+        accepted for API parity with the Kafka backend: the embedded log is read at once)."""
+        table = self.read(name)
+        if max_records is not None:
+            table = table.slice(0, max_records)
+        return [
+            Record(
+                key=row["key"],
+                value=row["value"],
+                timestamp=row["timestamp"],
+                partition=row["partition"],
+                offset=row["offset"],
+                headers=tuple((h["key"], h["value"]) for h in (row["headers"] or ())),
+            )
+            for row in table.to_pylist()
+        ]
+
+    def read_stream(self, spark, topics: Sequence[str]):
+        """A Spark streaming DataFrame over topics, with the columns ``key, value, topic,
+        partition, offset, timestamp, headers`` (timestamp in epoch ms), as
+        :meth:`tablestream.storage.kafka.KafkaStore.read_stream` gives for Kafka.
+
+        Compaction commits are skipped (a reader already holds the records they keep)."""
+        frames = [
+            spark.readStream.format("delta")
+            .option("skipChangeCommits", "true")
+            .load(str(self.log_path(topic)))
+            for topic in topics
+        ]
+        return _union(_normalized_columns(frame, topic) for frame, topic in zip(frames, topics, strict=True))
+
+    def read_batch(self, spark, topics: Sequence[str]):
+        """The topics' current records as a Spark DataFrame with the stream's columns."""
+        return _union(
+            _normalized_columns(spark.read.format("delta").load(str(self.log_path(t))), t) for t in topics
+        )
+
+    # -------------------------------------------------------------------- cleanup
+    def compact(self, name: str, *, now: int | None = None) -> dict[str, int]:
+        """Apply the topic's cleanup policy once, as Kafka's log cleaner does.
+
+        ``compact``: keep the latest record of each key (original offsets, order kept) and
+        drop tombstones older than ``delete.retention.ms``. ``delete``: drop records older
+        than ``retention.ms`` (-1 keeps everything). End offsets never change.
+        Returns ``{"before": n, "after": m}``.
+        """
+        config = self.topic_config(name)
+        now = now_ms() if now is None else now
+        path = str(self._topic_dir(name) / "log")
+        with self._topic_lock(name):
+            table = DeltaTable(path)
+            end = _end_offsets(table, config.partitions)
+            records = table.to_pyarrow_table().select(LOG_SCHEMA.names)
+            keep = _cleanup_mask(records, config, now)
+            kept = records.filter(keep).sort_by([("partition", "ascending"), ("offset", "ascending")])
+            if kept.num_rows != records.num_rows:
+                write_deltalake(
+                    path,
+                    kept,
+                    mode="overwrite",
+                    partition_by=["partition"],
+                    commit_properties=_commit_properties(end, None),
+                )
+                _maybe_checkpoint(path)
+        return {"before": records.num_rows, "after": kept.num_rows}
+
+
+# ------------------------------------------------------------------------------ helpers
+def _offsets_metadata(end: dict[int, int]) -> str:
+    return json.dumps({"endOffsets": {str(p): o for p, o in sorted(end.items())}})
+
+
+def _commit_properties(end: dict[int, int], txn: tuple[str, int] | None) -> CommitProperties:
+    return CommitProperties(
+        custom_metadata={"userMetadata": _offsets_metadata(end)},
+        app_transactions=[Transaction(app_id=txn[0], version=txn[1])] if txn else None,
+    )
+
+
+def _end_offsets(table: DeltaTable, partitions: int) -> dict[int, int]:
+    info = table.history(1)[0]
+    stored = json.loads(info.get("userMetadata") or "{}").get("endOffsets")
+    if stored is None:
+        raise InvalidTopicError(
+            f"Topic log {table.table_uri} was last written without tablestream's end offsets "
+            f"(version {info.get('version')}); write topics only through tablestream"
+        )
+    end = dict.fromkeys(range(partitions), 0)
+    end.update({int(p): int(o) for p, o in stored.items()})
+    return end
+
+
+def _normalize(batch: pa.Table, config: TopicConfig, default_ts: int) -> pa.Table:
+    """Validate and complete an append: types, partitions (Kafka's partitioner) and timestamps."""
+    n = batch.num_rows
+    names = set(batch.column_names)
+    keys = batch.column("key").cast(pa.binary()) if "key" in names else pa.nulls(n, pa.binary())
+    values = batch.column("value").cast(pa.binary())
+    if "timestamp" in names:
+        ts = pc.fill_null(batch.column("timestamp").cast(pa.int64()), default_ts)
+    else:
+        ts = pa.array(np.full(n, default_ts, dtype=np.int64))
+    headers = batch.column("headers").cast(HEADER_TYPE) if "headers" in names else pa.nulls(n, HEADER_TYPE)
+    headers = pc.if_else(pc.is_null(headers), pa.scalar([], HEADER_TYPE), headers)
+
+    if config.compacted and n and keys.null_count:
+        raise InvalidTopicError(
+            f"Compacted topic '{config.name}' cannot accept a record without a key"
+        )
+    chosen = batch.column("partition").cast(pa.int32()) if "partition" in names else pa.nulls(n, pa.int32())
+    given = pc.is_valid(chosen).to_numpy(zero_copy_only=False)
+    explicit = pc.fill_null(chosen, -1).to_numpy()
+    bad = given & ((explicit < 0) | (explicit >= config.partitions))
+    if bad.any():
+        raise InvalidPartitionError(config.name, int(explicit[bad][0]), config.partitions)
+    parts = np.where(given, explicit, partitions_for_keys(keys.to_pylist(), config.partitions))
+    keyless = np.flatnonzero(parts < 0)
+    if len(keyless):
+        parts[keyless] = spread_keyless(len(keyless), config.partitions)
+    return pa.table(
+        {
+            "partition": pa.array(parts, pa.int32()),
+            "timestamp": ts,
+            "key": keys,
+            "value": values,
+            "headers": headers,
+        }
+    )
+
+
+def _assign_offsets(parts: np.ndarray, end: dict[int, int]) -> tuple[np.ndarray, dict[int, int]]:
+    """Next offsets per partition in input order: a stable sort groups each partition's
+    rows, and a running count within the group adds to the partition's end offset."""
+    offsets = np.empty(len(parts), dtype=np.int64)
+    new_end = dict(end)
+    if len(parts) == 0:
+        return offsets, new_end
+    order = np.argsort(parts, kind="stable")
+    sorted_parts = parts[order]
+    starts = np.flatnonzero(np.r_[True, sorted_parts[1:] != sorted_parts[:-1]])
+    lengths = np.diff(np.r_[starts, len(parts)])
+    for start, length in zip(starts, lengths, strict=True):
+        p = int(sorted_parts[start])
+        offsets[order[start : start + length]] = end[p] + np.arange(length, dtype=np.int64)
+        new_end[p] = end[p] + int(length)
+    return offsets, new_end
+
+
+def _cleanup_mask(records: pa.Table, config: TopicConfig, now: int) -> pa.Array:
+    if records.num_rows == 0:
+        return pa.array([], pa.bool_())
+    ts = records.column("timestamp").to_numpy()
+    if not config.compacted:
+        if config.retention_ms < 0:
+            return pa.array(np.ones(records.num_rows, dtype=bool))
+        return pa.array(ts >= now - config.retention_ms)
+    # Latest record of each (partition, key) by offset; a key lives in one partition
+    # unless a producer chose partitions explicitly, and Kafka compacts per partition.
+    frame = records.select(["partition", "key", "offset"]).to_pandas()
+    latest = frame.groupby(["partition", "key"], sort=False)["offset"].transform("max")
+    keep = (frame["offset"] == latest).to_numpy()
+    tombstone = pc.is_null(records.column("value")).to_numpy(zero_copy_only=False)
+    expired = tombstone & (ts < now - config.delete_retention_ms)
+    return pa.array(keep & ~expired)
+
+
+def _maybe_checkpoint(path: str) -> None:
+    table = DeltaTable(path)
+    if table.version() % _CHECKPOINT_EVERY == 0:
+        table.create_checkpoint()
+
+
+def _normalized_columns(frame, topic: str):
+    from pyspark.sql import functions as F
+
+    return frame.select(
+        F.col("key"),
+        F.col("value"),
+        F.lit(topic).alias("topic"),
+        F.col("partition").cast("int").alias("partition"),
+        F.col("offset"),
+        F.col("timestamp"),
+        F.coalesce(F.col("headers"), F.array().cast("array<struct<key:string,value:binary>>")).alias("headers"),
+    )
+
+
+def _union(frames):
+    frames = list(frames)
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
