@@ -86,6 +86,8 @@ def get_spark(
     settings = dict(_BASE_CONF)
     if local:
         settings.update(_LOCAL_CONF)
+        log_config = Path(__file__).with_name("log4j2.properties")
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log_config}"
         cached = _cached_jars()
         if cached:
             # Skip the Ivy resolve (10 s and a page of output) once it has succeeded here.

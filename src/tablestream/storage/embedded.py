@@ -248,17 +248,48 @@ class EmbeddedStore:
         table = self.read(name)
         if max_records is not None:
             table = table.slice(0, max_records)
-        return [
-            Record(
-                key=row["key"],
-                value=row["value"],
-                timestamp=row["timestamp"],
-                partition=row["partition"],
-                offset=row["offset"],
-                headers=tuple((h["key"], h["value"]) for h in (row["headers"] or ())),
-            )
-            for row in table.to_pylist()
-        ]
+        return _records(table)
+
+    def poll(
+        self, name: str, positions: dict[int, int], *, timeout: float = 0.0, interval: float = 0.2
+    ) -> list[Record]:
+        """Records at or after ``positions`` (partition -> next offset), waiting up to
+        ``timeout`` seconds for the first one; ordered by partition then offset.
+        ``positions`` is advanced past what is returned."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if any(self.end_offsets(name)[p] > o for p, o in positions.items()):
+                table = DeltaTable(str(self._topic_dir(name) / "log"))
+                # Filter on the partition column only: a pyarrow filter on a data column
+                # can abort the interpreter at exit (a scanner thread outlives it).
+                rows = table.to_pyarrow_table(
+                    filters=[[("partition", "=", p)] for p in positions]
+                ).select(LOG_SCHEMA.names)
+                start = pa.array([positions[p] for p in rows.column("partition").to_pylist()], pa.int64())
+                rows = rows.filter(pc.greater_equal(rows.column("offset"), start))
+                records = _records(rows.sort_by([("partition", "ascending"), ("offset", "ascending")]))
+                for record in records:
+                    positions[record.partition] = record.offset + 1
+                if records:
+                    return records
+            if time.monotonic() >= deadline:
+                return []
+            time.sleep(interval)
+
+    def follow(
+        self, name: str, *, from_beginning: bool = True, timeout: float | None = None
+    ) -> Iterator[list[Record]]:
+        """Yield chunks of records as they arrive (each ordered by partition then offset),
+        from the beginning or from the current end; stop once no record has arrived for
+        ``timeout`` seconds (``None``: never)."""
+        described = self.describe_topic(name)
+        positions = dict(described.start_offsets if from_beginning else described.end_offsets)
+        while True:
+            records = self.poll(name, positions, timeout=1.0 if timeout is None else timeout)
+            if records:
+                yield records
+            elif timeout is not None:
+                return
 
     def read_stream(self, spark, topics: Sequence[str]):
         """A Spark streaming DataFrame over topics, with the columns ``key, value, topic,
@@ -413,6 +444,20 @@ def _maybe_checkpoint(path: str) -> None:
     table = DeltaTable(path)
     if table.version() % _CHECKPOINT_EVERY == 0:
         table.create_checkpoint()
+
+
+def _records(table: pa.Table) -> list[Record]:
+    return [
+        Record(
+            key=row["key"],
+            value=row["value"],
+            timestamp=row["timestamp"],
+            partition=row["partition"],
+            offset=row["offset"],
+            headers=tuple((h["key"], h["value"]) for h in (row["headers"] or ())),
+        )
+        for row in table.to_pylist()
+    ]
 
 
 def _normalized_columns(frame, topic: str):

@@ -9,7 +9,7 @@ an offset and headers.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -128,4 +128,11 @@ class TopicStore(Protocol):
         self, name: str, *, max_records: int | None = None, timeout: float = 10.0
     ) -> list[Record]:
         """Read a topic from the beginning, ordered by partition then offset."""
+        ...
+
+    def follow(
+        self, name: str, *, from_beginning: bool = True, timeout: float | None = None
+    ) -> Iterator[list[Record]]:
+        """Yield chunks of new records (each ordered by partition then offset) until no
+        record has arrived for ``timeout`` seconds (``None``: until interrupted)."""
         ...

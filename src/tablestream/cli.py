@@ -1,0 +1,312 @@
+"""The ``tablestream`` command line: topics, produce, consume, compact, demo.
+
+The embedded store (``$TABLESTREAM_HOME``, default ``./.tablestream``) is used unless
+``--bootstrap-servers HOST:PORT`` names a Kafka cluster. Errors are one line on stderr
+and a non-zero exit code; a command that fails writes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import TablestreamError
+from .storage.stores import open_store
+from .storage.topic import (
+    DEFAULT_DELETE_RETENTION_MS,
+    DEFAULT_RETENTION_MS,
+    Record,
+    TopicConfig,
+)
+
+app = typer.Typer(
+    name="tablestream",
+    help="Kafka Streams and ksqlDB semantics on Apache Spark.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+topics_app = typer.Typer(help="Create, list, describe and delete topics.", no_args_is_help=True)
+app.add_typer(topics_app, name="topics")
+
+stdout = Console(highlight=False, soft_wrap=True)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+Bootstrap = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap-servers",
+        envvar="TABLESTREAM_BOOTSTRAP_SERVERS",
+        help="Kafka cluster HOST:PORT; without it the embedded store is used.",
+    ),
+]
+Home = Annotated[
+    str | None,
+    typer.Option("--home", envvar="TABLESTREAM_HOME", help="Embedded store directory."),
+]
+
+
+class CliError(TablestreamError):
+    """A user error found by the command line itself (bad input line, bad option)."""
+
+
+def _run(action: Callable[[], None]) -> None:
+    try:
+        action()
+    except TablestreamError as err:
+        stderr.print(f"Error: {err}", markup=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+# ---------------------------------------------------------------------------- topics
+@topics_app.command("create")
+def topics_create(
+    name: str,
+    partitions: Annotated[int, typer.Option("--partitions", "-p", help="Partition count.")] = 1,
+    compact: Annotated[bool, typer.Option("--compact", help="cleanup.policy=compact")] = False,
+    retention_ms: Annotated[int, typer.Option(help="retention.ms (-1: unlimited)")] = DEFAULT_RETENTION_MS,
+    delete_retention_ms: Annotated[
+        int, typer.Option(help="delete.retention.ms: how long tombstones survive compaction")
+    ] = DEFAULT_DELETE_RETENTION_MS,
+    key_format: Annotated[str, typer.Option(help="KAFKA, JSON, AVRO or DELIMITED")] = "KAFKA",
+    key_schema: Annotated[str | None, typer.Option(help="e.g. BIGINT, or 'id BIGINT' for JSON")] = None,
+    value_format: Annotated[str, typer.Option(help="KAFKA, JSON, AVRO or DELIMITED")] = "JSON",
+    value_schema: Annotated[str | None, typer.Option(help="e.g. 'id BIGINT, name STRING'")] = None,
+    bootstrap_servers: Bootstrap = None,
+    home: Home = None,
+) -> None:
+    """Create a topic."""
+
+    def action() -> None:
+        config = TopicConfig(
+            name,
+            partitions=partitions,
+            cleanup_policy="compact" if compact else "delete",
+            retention_ms=retention_ms,
+            delete_retention_ms=delete_retention_ms,
+            key_format=key_format,
+            key_schema=key_schema,
+            value_format=value_format,
+            value_schema=value_schema,
+        )
+        _formats(config)  # reject a bad format or schema before creating anything
+        open_store(bootstrap_servers, home).create_topic(config)
+        stdout.print(f"Created topic {name} ({partitions} partition{'s' if partitions != 1 else ''}, {config.cleanup_policy})")
+
+    _run(action)
+
+
+@topics_app.command("list")
+def topics_list(bootstrap_servers: Bootstrap = None, home: Home = None) -> None:
+    """List topic names, one per line."""
+    _run(lambda: [stdout.print(t, markup=False) for t in open_store(bootstrap_servers, home).list_topics()] and None)
+
+
+@topics_app.command("describe")
+def topics_describe(name: str, bootstrap_servers: Bootstrap = None, home: Home = None) -> None:
+    """Show a topic's settings, and per partition its offsets and record count."""
+
+    def action() -> None:
+        d = open_store(bootstrap_servers, home).describe_topic(name)
+        c = d.config
+        stdout.print(
+            f"Topic: {c.name}  partitions: {c.partitions}  cleanup.policy: {c.cleanup_policy}  "
+            f"retention.ms: {c.retention_ms}  delete.retention.ms: {c.delete_retention_ms}",
+            markup=False,
+        )
+        stdout.print(
+            f"Key format: {c.key_format}{f' ({c.key_schema})' if c.key_schema else ''}  "
+            f"value format: {c.value_format}{f' ({c.value_schema})' if c.value_schema else ''}",
+            markup=False,
+        )
+        table = Table("partition", "start offset", "end offset", "records")
+        for p in range(c.partitions):
+            table.add_row(str(p), str(d.start_offsets[p]), str(d.end_offsets[p]), str(d.record_counts[p]))
+        table.add_row("total", "", "", str(d.record_count), style="bold")
+        stdout.print(table)
+
+    _run(action)
+
+
+@topics_app.command("delete")
+def topics_delete(name: str, bootstrap_servers: Bootstrap = None, home: Home = None) -> None:
+    """Delete a topic and its records."""
+
+    def action() -> None:
+        open_store(bootstrap_servers, home).delete_topic(name)
+        stdout.print(f"Deleted topic {name}", markup=False)
+
+    _run(action)
+
+
+# --------------------------------------------------------------------------- produce
+@app.command()
+def produce(topic: str, bootstrap_servers: Bootstrap = None, home: Home = None) -> None:
+    """Write JSON lines from stdin to TOPIC, all or nothing.
+
+    Each line: {"key": ..., "value": ... or null, "timestamp": ms, "partition": n,
+    "headers": {"name": "text"}} (all but "value" optional). Keys and values are written
+    in the topic's key and value formats.
+    """
+
+    def action() -> None:
+        store = open_store(bootstrap_servers, home)
+        config = store.topic_config(topic)
+        records = parse_produce_lines(sys.stdin.read().splitlines(), config)
+        written = store.produce(topic, records)
+        stderr.print(f"Produced {len(written)} record{'s' if len(written) != 1 else ''} to {topic}")
+
+    _run(action)
+
+
+_PRODUCE_FIELDS = {"key", "value", "timestamp", "partition", "headers"}
+
+
+def parse_produce_lines(lines: list[str], config: TopicConfig) -> list[Record]:
+    """Parse and serialize every line first, so a bad line N writes nothing."""
+    key_format, value_format = _formats(config)
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise CliError(f"line {number}: bad JSON: {err}") from None
+        if not isinstance(item, dict):
+            raise CliError(f"line {number}: expected a JSON object with \"key\" and \"value\"")
+        unknown = sorted(set(item) - _PRODUCE_FIELDS)
+        if unknown:
+            raise CliError(f"line {number}: unknown field '{unknown[0]}' (allowed: headers, key, partition, timestamp, value)")
+        if "value" not in item:
+            raise CliError(f"line {number}: missing \"value\" (use null for a tombstone)")
+        timestamp, partition = item.get("timestamp"), item.get("partition")
+        for field, value in (("timestamp", timestamp), ("partition", partition)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise CliError(f"line {number}: \"{field}\" must be a non-negative integer, got {json.dumps(value)}")
+        if partition is not None and partition >= config.partitions:
+            raise CliError(
+                f"line {number}: partition {partition} does not exist in topic '{config.name}' "
+                f"(it has {config.partitions} partition{'s' if config.partitions != 1 else ''}: 0..{config.partitions - 1})"
+            )
+        headers = item.get("headers") or {}
+        if not isinstance(headers, dict) or not all(isinstance(v, str | None) for v in headers.values()):
+            raise CliError(f"line {number}: \"headers\" must be an object of strings")
+        try:
+            key = None if item.get("key") is None else key_format.serialize(item["key"])
+        except TablestreamError as err:
+            raise CliError(f"line {number}: key: {err}") from None
+        try:
+            value = value_format.serialize(item["value"])
+        except TablestreamError as err:
+            raise CliError(f"line {number}: value: {err}") from None
+        records.append(
+            Record(
+                key,
+                value,
+                timestamp,
+                partition,
+                headers=tuple((k, None if v is None else v.encode()) for k, v in headers.items()),
+            )
+        )
+    return records
+
+
+# --------------------------------------------------------------------------- consume
+@app.command()
+def consume(
+    topic: str,
+    from_beginning: Annotated[bool, typer.Option("--from-beginning", help="Start at the oldest record.")] = False,
+    max_records: Annotated[int | None, typer.Option("--max", help="Stop after N records.")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="Stop when no record arrives for S seconds (default: wait).")
+    ] = None,
+    bootstrap_servers: Bootstrap = None,
+    home: Home = None,
+) -> None:
+    """Print TOPIC's records as JSON lines, ordered by partition then offset.
+
+    Without --from-beginning only records written after the command starts are shown.
+    Each line: {"key", "value", "timestamp", "partition", "offset"}; a key or value the
+    topic's format cannot read is shown base64-encoded with an "error" field.
+    """
+
+    def action() -> None:
+        store = open_store(bootstrap_servers, home)
+        config = store.topic_config(topic)
+        key_format, value_format = _formats(config)
+        shown = 0
+        for chunk in store.follow(topic, from_beginning=from_beginning, timeout=timeout):
+            for record in chunk:
+                if max_records is not None and shown >= max_records:
+                    return
+                print(json.dumps(render_record(record, key_format, value_format)), flush=True)
+                shown += 1
+            if max_records is not None and shown >= max_records:
+                return
+
+    _run(action)
+
+
+def render_record(record: Record, key_format, value_format) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    errors = []
+    for field, data, fmt in (("key", record.key, key_format), ("value", record.value, value_format)):
+        try:
+            out[field] = None if data is None else fmt.deserialize(data)
+        except TablestreamError as err:
+            out[field] = base64.b64encode(data).decode()
+            errors.append(f"{field}: {err}")
+    out.update(timestamp=record.timestamp, partition=record.partition, offset=record.offset)
+    if errors:
+        out["error"] = "; ".join(errors)
+    return out
+
+
+# --------------------------------------------------------------------------- compact
+@app.command()
+def compact(topic: str, home: Home = None) -> None:
+    """Run the embedded log cleaner on TOPIC once (compaction, or retention for
+    cleanup.policy=delete). Kafka brokers clean their logs themselves."""
+
+    def action() -> None:
+        result = open_store(None, home).compact(topic)
+        stdout.print(f"Compacted {topic}: {result['before']} -> {result['after']} records", markup=False)
+
+    _run(action)
+
+
+# ------------------------------------------------------------------------------ demo
+@app.command()
+def demo(
+    directory: Annotated[
+        str | None, typer.Option("--dir", help="Store directory for the demo (default: a new temporary one).")
+    ] = None,
+) -> None:
+    """Run the change-data-capture demo on an embedded store of its own."""
+    from .demo import run_demo
+
+    _run(lambda: run_demo(directory, stdout))
+
+
+def _formats(config: TopicConfig):
+    from .storage.formats import get_format
+
+    return get_format(config.key_format, config.key_schema), get_format(config.value_format, config.value_schema)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
