@@ -1,0 +1,338 @@
+"""Keyed state stores: one RocksDB per (store, state partition), used inside Spark tasks.
+
+A task opens the store of its partition for one batch (:class:`StoreSession`), reads
+and writes it with vectorized calls, and commits once. What makes replays exact:
+
+* every entry carries the id of the batch that wrote it and the value before that
+  batch, so a replayed batch (task retry, recomputed stage, restart) reads the store
+  as it was before that batch, and rewriting produces the same entries;
+* a delete is an entry without a value (it keeps its batch id and value before);
+* the writes of a batch go first to a changelog file of their own (one per store,
+  partition and batch), then to RocksDB in one write batch with the batch id as
+  metadata, so a store that is missing or behind is rebuilt from the latest snapshot
+  plus the changelogs after it, as Kafka Streams restores a task from its changelog;
+* a snapshot (a RocksDB checkpoint) is taken every ``snapshot_every`` batches; older
+  snapshots and the changelogs they cover are removed.
+
+A store directory is held by one process at a time (an ``fcntl`` lock beside it), so
+two Python workers never open the same RocksDB.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from rocksdict import Checkpoint, Options, Rdict, WriteBatch
+
+_HEADER = struct.Struct(">qBI")  # batch id, flags, length of the value
+_HAS_VALUE = 1
+_HAS_PREV = 2
+_DATA = b"\x01"  # user keys live under this prefix; metadata under _META
+_META = b"\x00"
+_LAST_BATCH = _META + b"last-batch"
+_CHANGELOG_SCHEMA = pa.schema([("key", pa.binary()), ("entry", pa.binary())])
+
+
+class StoreError(RuntimeError):
+    """A state store that cannot serve a batch (ahead of it, or its files are damaged)."""
+
+
+def encode_entry(batch_id: int, value: bytes | None, prev: bytes | None) -> bytes:
+    flags = (_HAS_VALUE if value is not None else 0) | (_HAS_PREV if prev is not None else 0)
+    return _HEADER.pack(batch_id, flags, len(value or b"")) + (value or b"") + (prev or b"")
+
+
+def decode_entry(entry: bytes) -> tuple[int, bytes | None, bytes | None]:
+    batch_id, flags, length = _HEADER.unpack_from(entry)
+    start = _HEADER.size
+    value = entry[start : start + length] if flags & _HAS_VALUE else None
+    prev = entry[start + length :] if flags & _HAS_PREV else None
+    return batch_id, value, prev
+
+
+def _before(entry: bytes | None, batch_id: int) -> bytes | None:
+    """The value an entry held before ``batch_id`` ran."""
+    if entry is None:
+        return None
+    written, value, prev = decode_entry(entry)
+    if written == batch_id:
+        return prev
+    if written > batch_id:
+        raise StoreError(f"store entry written by batch {written} is ahead of batch {batch_id}")
+    return value
+
+
+@dataclass(frozen=True)
+class StoreLayout:
+    """Where the stores of an application live.
+
+    ``local_dir`` holds the live RocksDB databases (fast local disk); ``durable_dir``
+    the changelogs and snapshots they are rebuilt from (the checkpoint location).
+    """
+
+    local_dir: Path
+    durable_dir: Path
+    snapshot_every: int = 10
+    snapshots_kept: int = 2
+
+    def db_dir(self, store: str, partition: int) -> Path:
+        return self.local_dir / store / str(partition) / "db"
+
+    def lock_file(self, store: str, partition: int) -> Path:
+        return self.local_dir / store / str(partition) / ".lock"
+
+    def changelog_dir(self, store: str, partition: int) -> Path:
+        return self.durable_dir / store / str(partition) / "changelog"
+
+    def snapshot_dir(self, store: str, partition: int) -> Path:
+        return self.durable_dir / store / str(partition) / "snapshots"
+
+
+def _batch_files(directory: Path, suffix: str = "") -> dict[int, Path]:
+    if not directory.exists():
+        return {}
+    found = {}
+    for path in directory.iterdir():
+        name = path.name
+        if suffix and not name.endswith(suffix):
+            continue
+        stem = name[: -len(suffix)] if suffix else name
+        if stem.isdigit():
+            found[int(stem)] = path
+    return found
+
+
+class StoreSession:
+    """One task's use of one (store, partition) during one batch.
+
+    >>> with StoreSession(layout, "counts", 0, batch_id=7) as store:    # doctest: +SKIP
+    ...     old = store.get_and_put([b"k"], [b"v"])
+    """
+
+    def __init__(self, layout: StoreLayout, store: str, partition: int, batch_id: int):
+        self.layout = layout
+        self.store = store
+        self.partition = partition
+        self.batch_id = batch_id
+        self._db: Rdict | None = None
+        self._lock = None
+        self._pending: dict[bytes, bytes] = {}  # user key -> entry written by this batch
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> StoreSession:
+        lock_path = self.layout.lock_file(self.store, self.partition)
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = open(lock_path, "a+")  # noqa: SIM115 - held until __exit__
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        try:
+            self._db = self._open_current()
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is None:
+                self.commit()
+        finally:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+    def _open_current(self) -> Rdict:
+        """Open the database, rebuilt to cover every batch before this one."""
+        db_dir = self.layout.db_dir(self.store, self.partition)
+        changelogs = _batch_files(self.layout.changelog_dir(self.store, self.partition), ".arrow")
+        if db_dir.exists():
+            db = Rdict(str(db_dir), Options(raw_mode=True))
+            raw = db.get(_LAST_BATCH)
+            last = -1 if raw is None else int(raw)
+            if last > self.batch_id:
+                db.close()
+                raise StoreError(
+                    f"store {self.store}/{self.partition} holds batch {last}, ahead of batch {self.batch_id}"
+                )
+            # Changelogs up to a snapshot are deleted; a store older than the newest
+            # usable snapshot may miss some, so it is rebuilt from that snapshot.
+            if not any(last < b < self.batch_id for b in self._snapshots()):
+                self._replay_changelogs(db, changelogs, after=last)
+                return db
+            db.close()
+        return self._restore(changelogs)
+
+    def _snapshots(self) -> dict[int, Path]:
+        return _batch_files(self.layout.snapshot_dir(self.store, self.partition))
+
+    def _restore(self, changelogs: dict[int, Path]) -> Rdict:
+        db_dir = self.layout.db_dir(self.store, self.partition)
+        if db_dir.exists():
+            shutil.rmtree(db_dir)
+        db_dir.parent.mkdir(parents=True, exist_ok=True)
+        usable = {b: p for b, p in self._snapshots().items() if b < self.batch_id}
+        after = -1
+        if usable:
+            after = max(usable)
+            shutil.copytree(usable[after], db_dir)
+        db = Rdict(str(db_dir), Options(raw_mode=True))
+        self._replay_changelogs(db, changelogs, after=after)
+        return db
+
+    def _replay_changelogs(self, db: Rdict, changelogs: dict[int, Path], after: int) -> None:
+        for batch in sorted(b for b in changelogs if after < b < self.batch_id):
+            table = pa.ipc.open_file(str(changelogs[batch])).read_all()
+            wb = WriteBatch(raw_mode=True)
+            for key, entry in zip(table.column("key").to_pylist(), table.column("entry").to_pylist(), strict=True):
+                if entry is None:
+                    wb.delete(_DATA + key)
+                else:
+                    wb.put(_DATA + key, entry)
+            wb.put(_LAST_BATCH, str(batch).encode())
+            db.write(wb)
+
+    # ---------------------------------------------------------------------- reads
+    def _entries(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        assert self._db is not None, "store session is not open"
+        stored = self._db.get([_DATA + k for k in keys]) if keys else []
+        return [self._pending.get(k, s) for k, s in zip(keys, stored, strict=True)]
+
+    def get_before(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        """Values as they were before this batch (what a replay must read)."""
+        return [_before(e, self.batch_id) for e in self._entries(keys)]
+
+    def get(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        """Current values, including what this batch has written so far."""
+        out = []
+        for entry in self._entries(keys):
+            if entry is None:
+                out.append(None)
+                continue
+            written, value, _ = decode_entry(entry)
+            if written > self.batch_id:
+                raise StoreError(f"store entry written by batch {written} is ahead of batch {self.batch_id}")
+            out.append(value)
+        return out
+
+    def prefix_items(self, prefix: bytes, *, before: bool = False) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of every live key starting with ``prefix``, in key order; with
+        ``before=True`` as they were before this batch."""
+        assert self._db is not None
+        full = _DATA + prefix
+        pending = sorted((k, e) for k, e in self._pending.items() if k.startswith(prefix))
+        stored = ((k[1:], e) for k, e in self._db.items(from_key=full) if k.startswith(full))
+        for key, entry in _merge_sorted(stored, pending, stop=lambda k: not k.startswith(prefix)):
+            value = _before(entry, self.batch_id) if before else decode_entry(entry)[1]
+            if value is not None:
+                yield key, value
+
+    # --------------------------------------------------------------------- writes
+    def put(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
+        """Write values (``None`` deletes) as this batch's writes."""
+        for key, entry, value in zip(keys, self._entries(keys), values, strict=True):
+            prev = _before(entry, self.batch_id)
+            if value is None and prev is None:
+                if entry is not None:
+                    self._pending[key] = b""  # nothing before this batch: drop the entry
+                continue
+            self._pending[key] = encode_entry(self.batch_id, value, prev)
+
+    def get_and_put(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> list[bytes | None]:
+        """The vectorized primitive: values before this batch, then write the new ones.
+
+        Keys must be distinct (deduplicate by the ordering key first)."""
+        old = self.get_before(keys)
+        self.put(keys, values)
+        return old
+
+    def commit(self) -> None:
+        """Changelog file first, then one RocksDB write batch; snapshot when due."""
+        assert self._db is not None
+        if self._pending:
+            changelog_dir = self.layout.changelog_dir(self.store, self.partition)
+            changelog_dir.mkdir(parents=True, exist_ok=True)
+            keys = list(self._pending)
+            table = pa.table(
+                {
+                    "key": pa.array(keys, pa.binary()),
+                    "entry": pa.array([self._pending[k] or None for k in keys], pa.binary()),
+                },
+                schema=_CHANGELOG_SCHEMA,
+            )
+            target = changelog_dir / f"{self.batch_id}.arrow"
+            tmp = target.with_suffix(".tmp")
+            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, _CHANGELOG_SCHEMA) as writer:
+                writer.write_table(table)
+            os.replace(tmp, target)
+            wb = WriteBatch(raw_mode=True)
+            for key, entry in self._pending.items():
+                if entry:
+                    wb.put(_DATA + key, entry)
+                else:
+                    wb.delete(_DATA + key)
+            wb.put(_LAST_BATCH, str(self.batch_id).encode())
+            self._db.write(wb)
+            self._pending.clear()
+            self._maybe_snapshot()
+
+    def _maybe_snapshot(self) -> None:
+        snapshots = self._snapshots()
+        if snapshots and self.batch_id - max(snapshots) < self.layout.snapshot_every:
+            return
+        if not snapshots and self.batch_id + 1 < self.layout.snapshot_every:
+            return
+        target = self.layout.snapshot_dir(self.store, self.partition) / str(self.batch_id)
+        if target.exists():
+            shutil.rmtree(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{self.batch_id}.tmp"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        assert self._db is not None
+        Checkpoint(self._db).create_checkpoint(str(tmp))
+        os.replace(tmp, target)
+        snapshots[self.batch_id] = target
+        kept = sorted(snapshots)[-self.layout.snapshots_kept :]
+        for batch, path in snapshots.items():
+            if batch not in kept:
+                shutil.rmtree(path, ignore_errors=True)
+        oldest = kept[0]
+        for batch, path in _batch_files(self.layout.changelog_dir(self.store, self.partition), ".arrow").items():
+            if batch <= oldest:
+                path.unlink(missing_ok=True)
+
+
+def _merge_sorted(stored, pending, stop):
+    """Merge RocksDB's sorted (key, entry) stream with this batch's pending writes;
+    pending wins; an empty pending entry is a dropped key."""
+    pending = list(pending)
+    i = 0
+    for key, entry in stored:
+        if stop(key):
+            break
+        while i < len(pending) and pending[i][0] < key:
+            if pending[i][1]:
+                yield pending[i]
+            i += 1
+        if i < len(pending) and pending[i][0] == key:
+            if pending[i][1]:
+                yield pending[i]
+            i += 1
+            continue
+        yield key, entry
+    for key, entry in pending[i:]:
+        if entry:
+            yield key, entry

@@ -1,0 +1,148 @@
+"""Keyed stores: replay-exact reads, changelog restore, snapshots, locking (no Spark)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+import time
+
+import pytest
+
+from tablestream.runtime.state import StoreError, StoreLayout, StoreSession
+
+
+@pytest.fixture
+def layout(tmp_path):
+    return StoreLayout(tmp_path / "local", tmp_path / "durable", snapshot_every=3)
+
+
+def run(layout, batch, keys, values, store="s", partition=0):
+    with StoreSession(layout, store, partition, batch) as session:
+        return session.get_and_put(keys, values)
+
+
+def dump(layout, batch, store="s", partition=0, prefix=b""):
+    with StoreSession(layout, store, partition, batch) as session:
+        return dict(session.prefix_items(prefix))
+
+
+def test_get_and_put_returns_values_before_the_batch(layout):
+    assert run(layout, 0, [b"a", b"b"], [b"1", b"2"]) == [None, None]
+    assert run(layout, 1, [b"a", b"c"], [b"10", b"3"]) == [b"1", None]
+    assert run(layout, 2, [b"b", b"a"], [None, b"11"]) == [b"2", b"10"]
+    assert dump(layout, 3) == {b"a": b"11", b"c": b"3"}
+
+
+def test_replayed_batch_reads_the_store_as_before_and_leaves_it_as_one_run(layout):
+    run(layout, 0, [b"a", b"b"], [b"1", b"2"])
+    first = run(layout, 1, [b"a", b"b", b"c"], [b"10", None, b"3"])
+    after_first = dump(layout, 2)
+    replay = run(layout, 1, [b"a", b"b", b"c"], [b"10", None, b"3"])
+    assert first == replay == [b"1", b"2", None]
+    assert dump(layout, 2) == after_first == {b"a": b"10", b"c": b"3"}
+
+
+def test_prefix_reads_see_entries_of_a_replayed_batch_as_before(layout):
+    run(layout, 0, [b"g1|a", b"g1|b", b"g2|c"], [b"1", b"2", b"3"])
+    run(layout, 1, [b"g1|a", b"g1|d"], [None, b"4"])
+    with StoreSession(layout, "s", 0, 1) as replaying:
+        assert list(replaying.prefix_items(b"g1|", before=True)) == [(b"g1|a", b"1"), (b"g1|b", b"2")]
+        assert list(replaying.prefix_items(b"g1|")) == [(b"g1|b", b"2"), (b"g1|d", b"4")]
+        replaying.put([b"g1|e"], [b"5"])
+        assert list(replaying.prefix_items(b"g1|")) == [(b"g1|b", b"2"), (b"g1|d", b"4"), (b"g1|e", b"5")]
+
+
+def test_get_sees_this_batchs_writes_and_get_before_does_not(layout):
+    run(layout, 0, [b"a"], [b"1"])
+    with StoreSession(layout, "s", 0, 1) as session:
+        session.put([b"a", b"b"], [b"2", b"9"])
+        assert session.get([b"a", b"b", b"z"]) == [b"2", b"9", None]
+        assert session.get_before([b"a", b"b", b"z"]) == [b"1", None, None]
+
+
+def _history(layout, batches):
+    for batch, (keys, values) in enumerate(batches):
+        run(layout, batch, keys, values)
+
+
+BATCHES = [
+    ([b"a", b"b"], [b"1", b"2"]),
+    ([b"a"], [b"3"]),
+    ([b"c"], [b"4"]),
+    ([b"b"], [None]),
+    ([b"d", b"a"], [b"5", b"6"]),
+    ([b"c"], [b"7"]),
+    ([b"e"], [b"8"]),
+]
+
+
+@pytest.mark.parametrize("lost_at", [1, 3, 5, 7])
+def test_a_deleted_store_is_restored_from_snapshot_and_changelogs(layout, tmp_path, lost_at):
+    reference = StoreLayout(tmp_path / "ref-local", tmp_path / "ref-durable", snapshot_every=3)
+    _history(reference, BATCHES)
+    _history(layout, BATCHES[:lost_at])
+    shutil.rmtree(layout.local_dir)
+    for batch in range(lost_at, len(BATCHES)):
+        run(layout, batch, *BATCHES[batch])
+    assert dump(layout, len(BATCHES)) == dump(reference, len(BATCHES)) == {
+        b"a": b"6", b"c": b"7", b"d": b"5", b"e": b"8"
+    }
+
+
+def test_restore_gives_the_same_outputs_as_an_uninterrupted_run(layout, tmp_path):
+    reference = StoreLayout(tmp_path / "ref-local", tmp_path / "ref-durable", snapshot_every=3)
+    outputs, restored_outputs = [], []
+    for batch, (keys, values) in enumerate(BATCHES):
+        outputs.append(run(reference, batch, keys, values))
+        if batch in (2, 5):
+            shutil.rmtree(layout.local_dir, ignore_errors=True)
+        restored_outputs.append(run(layout, batch, keys, values))
+    assert restored_outputs == outputs
+
+
+def test_a_store_behind_catches_up_from_changelogs(layout, tmp_path):
+    _history(layout, BATCHES[:2])
+    saved = tmp_path / "saved-db"
+    shutil.copytree(layout.db_dir("s", 0), saved)
+    run(layout, 2, *BATCHES[2])
+    shutil.rmtree(layout.db_dir("s", 0))
+    shutil.copytree(saved, layout.db_dir("s", 0))  # the store as of batch 1: behind
+    assert run(layout, 3, *BATCHES[3]) == [b"2"]
+    assert dump(layout, 4) == {b"a": b"3", b"c": b"4"}
+
+
+def test_snapshots_and_changelogs_are_pruned(layout):
+    _history(layout, BATCHES)
+    snapshots = sorted(int(p.name) for p in layout.snapshot_dir("s", 0).iterdir())
+    changelogs = sorted(int(p.stem) for p in layout.changelog_dir("s", 0).glob("*.arrow"))
+    assert snapshots == [2, 5]
+    # The older snapshot and the changelogs after it rebuild a replay of batch 5.
+    assert changelogs == [3, 4, 5, 6]
+
+
+def test_a_store_ahead_of_the_batch_is_an_error(layout):
+    _history(layout, BATCHES[:3])
+    with pytest.raises(StoreError, match="^store s/0 holds batch 2, ahead of batch 1$"):
+        run(layout, 1, [b"a"], [b"x"])
+
+
+def _hold(layout, seconds, started):
+    with StoreSession(layout, "s", 0, 0) as session:
+        started.set()
+        time.sleep(seconds)
+        session.put([b"held"], [b"1"])
+
+
+def test_two_processes_never_hold_one_store_at_once(layout):
+    ctx = multiprocessing.get_context("spawn")
+    started = ctx.Event()
+    holder = ctx.Process(target=_hold, args=(layout, 1.5, started))
+    holder.start()
+    assert started.wait(30)
+    began = time.monotonic()
+    with StoreSession(layout, "s", 0, 1) as session:
+        waited = time.monotonic() - began
+        assert session.get([b"held"]) == [b"1"]
+    holder.join(30)
+    assert holder.exitcode == 0
+    assert waited > 0.5
