@@ -181,7 +181,7 @@ def parse_produce_lines(lines: list[str], config: TopicConfig) -> list[Record]:
         try:
             item = json.loads(line)
         except json.JSONDecodeError as err:
-            raise CliError(f"line {number}: bad JSON: {err}") from None
+            raise CliError(f"line {number}: bad JSON: {err.msg} at column {err.colno}") from None
         if not isinstance(item, dict):
             raise CliError(f"line {number}: expected a JSON object with \"key\" and \"value\"")
         unknown = sorted(set(item) - _PRODUCE_FIELDS)
@@ -262,7 +262,12 @@ def render_record(record: Record, key_format, value_format) -> dict[str, Any]:
     errors = []
     for field, data, fmt in (("key", record.key, key_format), ("value", record.value, value_format)):
         try:
-            out[field] = None if data is None else fmt.deserialize(data)
+            if data is None:
+                out[field] = None
+            elif fmt.name == "KAFKA" and fmt.schema is None:
+                out[field] = undeclared_kafka_value(data)
+            else:
+                out[field] = fmt.deserialize(data)
         except TablestreamError as err:
             out[field] = base64.b64encode(data).decode()
             errors.append(f"{field}: {err}")
@@ -270,6 +275,22 @@ def render_record(record: Record, key_format, value_format) -> dict[str, Any]:
     if errors:
         out["error"] = "; ".join(errors)
     return out
+
+
+def undeclared_kafka_value(data: bytes) -> str | int:
+    """Read a KAFKA-format key or value whose type was not declared, as ``produce``
+    wrote it: printable UTF-8 text is a STRING; other 8-byte values are a BIGINT
+    (Kafka's LongSerializer). Declare the type (``--key-schema BIGINT``) to read
+    exactly that type."""
+    try:
+        text = data.decode("utf-8")
+        if text.isprintable():
+            return text
+    except UnicodeDecodeError:
+        pass
+    if len(data) == 8:
+        return int.from_bytes(data, "big", signed=True)
+    raise CliError(f"{len(data)} bytes that are neither printable UTF-8 text nor a BIGINT; declare the type")
 
 
 # --------------------------------------------------------------------------- compact

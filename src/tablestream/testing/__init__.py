@@ -1,0 +1,1 @@
+"""Test helpers: a real Kafka broker for integration tests and local development."""

@@ -1,0 +1,65 @@
+"""Integration tests against a real Kafka broker: one broker per test session.
+
+Every test here that uses the ``kafka_broker`` fixture (directly or through another
+fixture) is marked ``kafka``; tests that use ``spark`` are marked ``spark``. Select or
+skip them with ``-m kafka`` / ``-m "not kafka"``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tablestream.testing.kafka_broker import KafkaBroker, ToolMissingError, fetch_broker_jars
+
+_HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _HERE not in Path(str(item.path)).parents:
+            continue
+        fixtures = getattr(item, "fixturenames", ())
+        if "kafka_broker" in fixtures:
+            item.add_marker(pytest.mark.kafka)
+        if "spark" in fixtures:
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    """A running single-node Kafka broker (KRaft, 127.0.0.1) shared by the whole session.
+
+    Skips when java or mvn (needed once, to download the jars) is missing.
+    """
+    try:
+        libs = fetch_broker_jars()
+    except ToolMissingError as exc:
+        pytest.skip(str(exc))
+    broker = KafkaBroker(libs)
+    try:
+        broker.start(timeout=90)
+    except ToolMissingError as exc:
+        pytest.skip(str(exc))
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_store(kafka_broker):
+    """A :class:`~tablestream.storage.kafka.KafkaStore` on the session's broker."""
+    from tablestream.storage.kafka import KafkaStore
+
+    store = KafkaStore(kafka_broker.bootstrap_servers)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def topic_name(request):
+    """A topic name unique to this test (the broker is shared by the session)."""
+    import uuid
+
+    base = "".join(c if c.isalnum() else "-" for c in request.node.name)[:60]
+    return f"{base}-{uuid.uuid4().hex[:8]}"
