@@ -25,6 +25,7 @@ from .storage.topic import (
     Record,
     TopicConfig,
 )
+from .storage.undeclared import undeclared_kafka_value
 
 app = typer.Typer(
     name="tablestream",
@@ -275,22 +276,6 @@ def render_record(record: Record, key_format, value_format) -> dict[str, Any]:
     if errors:
         out["error"] = "; ".join(errors)
     return out
-
-
-def undeclared_kafka_value(data: bytes) -> str | int:
-    """Read a KAFKA-format key or value whose type was not declared, as ``produce``
-    wrote it: printable UTF-8 text is a STRING; other 8-byte values are a BIGINT
-    (Kafka's LongSerializer). Declare the type (``--key-schema BIGINT``) to read
-    exactly that type."""
-    try:
-        text = data.decode("utf-8")
-        if text.isprintable():
-            return text
-    except UnicodeDecodeError:
-        pass
-    if len(data) == 8:
-        return int.from_bytes(data, "big", signed=True)
-    raise CliError(f"{len(data)} bytes that are neither printable UTF-8 text nor a BIGINT; declare the type")
 
 
 # --------------------------------------------------------------------------- compact

@@ -14,7 +14,6 @@ fanned out to). Within one key the last change by this key wins.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -175,11 +174,12 @@ def _numeric_output(keys, old, new, stamps, floating: bool) -> pa.Table:
     )
 
 
-# ---------------------------------------------------------------- min / max by index
-def order_preserving(values: pa.Array) -> list[bytes | None]:
-    """Bytes whose lexicographic order is the values' order (for a sorted index):
-    signed integers with the sign bit flipped, doubles by the IEEE total-order trick,
-    strings as UTF-8 (Spark compares strings by their UTF-8 bytes too)."""
+# ------------------------------------------------------------------------ min / max
+def order_bytes(values: pa.Array) -> list[bytes | None]:
+    """Bytes whose lexicographic order is the values' order and that end unambiguously
+    (so a longer key cannot sort inside a shorter one's range): integers big-endian
+    with the sign bit flipped, doubles by the IEEE total-order trick, strings and
+    binaries with 0x00 escaped as 0x00 0xFF and terminated by 0x00 0x00."""
     typ = values.type
     out: list[bytes | None] = []
     if pa.types.is_integer(typ):
@@ -193,105 +193,186 @@ def order_preserving(values: pa.Array) -> list[bytes | None]:
             (bits,) = struct.unpack(">Q", struct.pack(">d", v + 0.0))  # -0.0 sorts as 0.0
             bits = bits ^ ((1 << 64) - 1) if bits >> 63 else bits | (1 << 63)
             out.append(struct.pack(">Q", bits))
-    elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
-        out = [None if v is None else v.encode() for v in values.to_pylist()]
-    elif pa.types.is_binary(typ):
-        out = values.to_pylist()
+    elif pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_binary(typ):
+        for v in values.to_pylist():
+            if v is None:
+                out.append(None)
+                continue
+            raw = v.encode() if isinstance(v, str) else v
+            out.append(raw.replace(b"\x00", b"\x00\xff") + b"\x00\x00")
+    elif pa.types.is_boolean(typ) or pa.types.is_date(typ) or pa.types.is_timestamp(typ):
+        return order_bytes(values.cast(pa.int64()))
     else:
         raise TypeError(f"min/max over {typ} is not supported")
     return out
 
 
-def length_prefixed(key: bytes) -> bytes:
-    return struct.pack(">I", len(key)) + key
+def _group_prefix(gkb: bytes) -> bytes:
+    return b"I" + struct.pack(">I", len(gkb)) + gkb
 
 
-def extremes(table: pa.Table, session: StoreSession, groups: list[bytes]) -> tuple[list, list]:
-    """Maintain the sorted index ``group | value | source key`` and return the min and
-    max value bytes (as stored) of each group after this batch.
+_MEMBERS = struct.Struct(">qq")  # members, timestamp
 
-    In: ``gkb``, ``sign``, ``ob`` (order-preserving value bytes, null skipped),
-    ``vb`` (the value's own encoding, stored as the index entry), ``skb`` (source key).
+
+def extreme_groups(table: pa.Table, session: StoreSession, *, which: str, stream: bool) -> pa.Table:
+    """MIN/MAX per group, with retraction.
+
+    In: ``gkb``, ``sign``, ``v`` (typed), ``vb`` (canonical bytes of v), ``skb`` (the
+    member's identity: the source key for a table, the record's position for a stream),
+    ``ts``. The store holds, per group, ``M|group -> (members, ts)`` and a sorted index
+    ``I|group|order(v)|member -> vb``; a group's extreme is the first or last entry of
+    its index. Out: ``gkb, old_vb, new_vb, ts`` for each group whose extreme changed or
+    that appeared or disappeared (``new_vb`` null and no members: deleted).
     """
-    puts: dict[bytes, bytes | None] = {}
-    for gkb, sign, ob, vb, skb in zip(
-        table.column("gkb").to_pylist(),
-        table.column("sign").to_pylist(),
-        table.column("ob").to_pylist(),
-        table.column("vb").to_pylist(),
-        table.column("skb").to_pylist(),
-        strict=True,
-    ):
-        if ob is None:
+    ob = order_bytes(table.column("v").combine_chunks() if table.num_rows else pa.array([], pa.int64()))
+    gkbs = table.column("gkb").to_pylist()
+    signs = table.column("sign").to_pylist()
+    vbs = table.column("vb").to_pylist()
+    skbs = table.column("skb").to_pylist()
+    stamps = table.column("ts").to_pylist()
+    groups = list(dict.fromkeys(gkbs))
+    meta_keys = [b"M" + g for g in groups]
+    before_meta = dict(zip(groups, session.get_before(meta_keys), strict=True))
+    old_extreme = {g: _extreme(session, g, which, before=True) for g in groups}
+    members = {g: (_MEMBERS.unpack(m) if m else (0, None)) for g, m in before_meta.items()}
+    index_writes: dict[bytes, bytes | None] = {}
+    counts = {g: members[g][0] for g in groups}
+    latest = {g: members[g][1] for g in groups}
+    for g, sign, o, vb, skb, ts in zip(gkbs, signs, ob, vbs, skbs, stamps, strict=True):
+        counts[g] += sign
+        latest[g] = ts if latest[g] is None else max(latest[g], ts)
+        if o is None:
             continue
-        index_key = length_prefixed(gkb) + length_prefixed(ob) + skb
-        if sign < 0:
-            puts.setdefault(index_key, None)  # a retraction never overrides an add
-            if puts[index_key] is None:
-                puts[index_key] = None
-        else:
-            puts[index_key] = vb
-    if puts:
-        session.put(list(puts), list(puts.values()))
-    minimums, maximums = [], []
-    for gkb in groups:
-        first = last = None
-        for _, value in session.prefix_items(length_prefixed(gkb)):
-            if first is None:
-                first = value
-            last = value
-        minimums.append(first)
-        maximums.append(last)
-    return minimums, maximums
+        key = _group_prefix(g) + o + skb
+        if sign > 0:
+            index_writes[key] = vb
+        elif index_writes.get(key) is None:
+            index_writes[key] = None
+    session.put(list(index_writes), list(index_writes.values()))
+    out_g, out_old, out_new, out_ts = [], [], [], []
+    meta_writes = []
+    for g in groups:
+        if counts[g] < 0:
+            raise ValueError(f"group {g!r} retracted more members than it had")
+        alive = counts[g] > 0
+        meta_writes.append(_MEMBERS.pack(counts[g], latest[g]) if alive else None)
+        new = _extreme(session, g, which, before=False) if alive else None
+        old = old_extreme[g]
+        existed = members[g][0] > 0
+        if existed == alive and old == new:
+            continue
+        out_g.append(g)
+        out_old.append(old)
+        out_new.append(new)
+        out_ts.append(latest[g])
+    session.put(meta_keys, meta_writes)
+    if stream:
+        _prune_stream_index(session, groups, which)
+    return pa.table(
+        {
+            "gkb": pa.array(out_g, pa.binary()),
+            "old_vb": pa.array(out_old, pa.binary()),
+            "new_vb": pa.array(out_new, pa.binary()),
+            "ts": pa.array(out_ts, pa.int64()),
+        }
+    )
+
+
+def _extreme(session: StoreSession, gkb: bytes, which: str, *, before: bool) -> bytes | None:
+    found = None
+    for _, value in session.prefix_items(_group_prefix(gkb), before=before):
+        if which == "min":
+            return value
+        found = value
+    return found
+
+
+def _prune_stream_index(session: StoreSession, groups: list[bytes], which: str) -> None:
+    """A stream's records are never retracted, so only each group's extreme entry is
+    kept: the index stays one entry per group."""
+    for g in groups:
+        entries = [k for k, _ in session.prefix_items(_group_prefix(g))]
+        keep = entries[0] if which == "min" else entries[-1] if entries else None
+        drop = [k for k in entries if k != keep]
+        if drop:
+            session.put(drop, [None] * len(drop))
 
 
 # --------------------------------------------------------------------- user folds
-Fold = Callable[[object, object, object], object]
+class FoldKernel:
+    """Kafka Streams' reduce/aggregate per group, with the user's callables, in order.
 
-
-def fold_groups(
-    rows: list[tuple[bytes, int, object, object, int, bytes | None]],
-    stored: dict[bytes, tuple[object, int] | None],
-    *,
-    initializer: Callable[[], object] | None,
-    adder: Callable[..., object],
-    subtractor: Callable[..., object] | None,
-    group_key: Callable[[bytes], object],
-) -> dict[bytes, tuple[object, int] | None]:
-    """Kafka Streams' KTableAggregate/KTableReduce over ordered rows, per group.
-
-    ``rows``: ``(gkb, sign, value, source_key, ts, _)`` in processing order (a retraction
-    before the addition of the same change). ``stored``: each group's aggregate and
-    timestamp before the batch. Returns each touched group's new (aggregate, ts), or
-    None where the aggregate became null (the row is deleted).
+    Rows: ``gkb, sign, vj (the value as JSON text), skb, gkj (group key as JSON), ts``
+    and the ordering key. For each source change the retraction (sign -1) runs before
+    the addition, as KTableAggregate does. A table aggregate is deleted when it becomes
+    null (the subtractor returned None). Out: ``gkb, old, new (JSON text), ts``.
     """
-    result = dict(stored)
-    for gkb, sign, value, source_key, ts, _ in rows:
-        current = result.get(gkb)
-        agg, agg_ts = current if current is not None else (None, None)
-        key = group_key(gkb)
-        if sign < 0:
-            if agg is None or subtractor is None:
+
+    def __init__(self, *, initializer, adder, subtractor, reduce: bool, adder_arity, subtractor_arity):
+        self.initializer = initializer
+        self.adder = adder
+        self.subtractor = subtractor
+        self.reduce = reduce
+        self.adder_arity = adder_arity
+        self.subtractor_arity = subtractor_arity
+
+    def __call__(self, table: pa.Table, session: StoreSession) -> pa.Table:
+        import json
+
+        ordered = table.sort_by([(c, "ascending") for c in ORDER_COLUMNS] + [("sign", "ascending")])
+        groups = list(dict.fromkeys(ordered.column("gkb").to_pylist()))
+        stored = dict(zip(groups, session.get_before(groups), strict=True))
+        state: dict[bytes, tuple[object, int] | None] = {}
+        for g, raw in stored.items():
+            text, ts = decode_timestamped(raw)
+            state[g] = None if text is None else (json.loads(text), ts)
+        before = dict(state)
+        for gkb, sign, vj, skb, gkj, ts in zip(
+            *(ordered.column(c).to_pylist() for c in ("gkb", "sign", "vj", "skb", "gkj", "ts")), strict=True
+        ):
+            value = None if vj is None else json.loads(vj)
+            key = None if gkj is None else json.loads(gkj)
+            source_key = None if skb is None else json.loads(skb)["v"]
+            current = state.get(gkb)
+            agg, agg_ts = current if current is not None else (None, None)
+            if sign < 0:
+                if agg is None:
+                    continue
+                agg = self._apply(self.subtractor, self.subtractor_arity, key, value, agg, source_key)
+                new_ts = max(ts, agg_ts)
+            else:
+                if agg is None and not self.reduce:
+                    agg = self.initializer()
+                if agg is None:
+                    agg = value
+                else:
+                    agg = self._apply(self.adder, self.adder_arity, key, value, agg, source_key)
+                new_ts = ts if agg_ts is None else max(ts, agg_ts)
+            state[gkb] = None if agg is None else (agg, new_ts)
+        out_g, out_old, out_new, out_ts, keys, writes = [], [], [], [], [], []
+        for g in groups:
+            old, new = before.get(g), state.get(g)
+            old_text = None if old is None else json.dumps(old[0], separators=(",", ":"), ensure_ascii=False)
+            new_text = None if new is None else json.dumps(new[0], separators=(",", ":"), ensure_ascii=False)
+            keys.append(g)
+            writes.append(None if new is None else encode_timestamped(new_text.encode(), new[1]))
+            if old_text == new_text:
                 continue
-            agg = _call(subtractor, key, value, agg, source_key)
-            new_ts = max(ts, agg_ts)
-        else:
-            if agg is None:
-                agg = initializer() if initializer is not None else None
-            agg = value if agg is None and initializer is None else _call(adder, key, value, agg, source_key)
-            new_ts = max(ts, agg_ts) if agg_ts is not None else ts
-        result[gkb] = None if agg is None else (agg, new_ts)
-    return result
+            out_g.append(g)
+            out_old.append(old_text)
+            out_new.append(new_text)
+            out_ts.append(new[1] if new is not None else old[1])
+        session.put(keys, writes)
+        return pa.table(
+            {
+                "gkb": pa.array(out_g, pa.binary()),
+                "old": pa.array(out_old, pa.string()),
+                "new": pa.array(out_new, pa.string()),
+                "ts": pa.array(out_ts, pa.int64()),
+            }
+        )
 
-
-def _call(fn: Callable[..., object], key, value, agg, source_key):
-    arity = getattr(fn, "_ts_arity", None)
-    if arity is None:
-        import inspect
-
-        try:
-            params = inspect.signature(fn).parameters.values()
-            arity = sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
-        except (TypeError, ValueError):
-            arity = 3
-    return fn(key, value, agg, source_key) if arity >= 4 else fn(key, value, agg)
+    def _apply(self, fn, arity, key, value, agg, source_key):
+        if self.reduce:
+            return fn(agg, value)
+        return fn(key, value, agg, source_key) if arity == 4 else fn(key, value, agg)

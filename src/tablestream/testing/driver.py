@@ -1,0 +1,300 @@
+"""A test driver for topologies, after Kafka's ``TopologyTestDriver``.
+
+It runs the real Spark runtime rules, but calls the compiled batch function directly on
+in-memory input: no topic round trip, no streaming query, no broker. By default every
+piped record is its own batch, which gives Kafka Streams' per-record changelog; with
+``batched=True`` records are collected until :meth:`TestDriver.advance` (or a read)
+runs them as one batch.
+
+>>> from tablestream.dsl import StreamsBuilder                    # doctest: +SKIP
+>>> builder = StreamsBuilder()                                    # doctest: +SKIP
+>>> builder.stream("words").filter("value != 'skip'").to("out")   # doctest: +SKIP
+>>> with TestDriver(builder.build()) as driver:                   # doctest: +SKIP
+...     driver.create_input_topic("words").pipe_input("k", "hello", timestamp=5)
+...     driver.create_output_topic("out").read_key_values()
+[('k', 'hello')]
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ..plan.sinks import ToTopic
+from ..plan.topology import Topology
+from ..storage.formats import Format, get_format
+from ..storage.partitioner import partition_for_key
+from ..storage.undeclared import undeclared_kafka_value
+
+__all__ = ["TestDriver", "TestInputTopic", "TestOutputTopic", "TestRecord"]
+
+_INPUT_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.int64()),
+        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    """A record read from an output topic: key and value decoded, timestamp in ms."""
+
+    __test__ = False  # not a pytest test class
+
+    key: Any
+    value: Any
+    timestamp: int
+
+
+class TestDriver:
+    """Drive a topology with records and read what it writes.
+
+    ``partitions``: state partitions of every store (the application's task count);
+    ``batched``: run piped records only when asked (:meth:`advance`), as one batch;
+    ``spark``: the session to use (default: the active one, or a new local session).
+    """
+
+    __test__ = False
+
+    def __init__(
+        self,
+        topology: Topology,
+        *,
+        partitions: int = 1,
+        batched: bool = False,
+        spark=None,
+        state_dir: str | Path | None = None,
+    ):
+        from ..runtime.compiler import BatchRunner
+        from ..runtime.state import StoreLayout
+        from ..spark import get_spark
+
+        self.topology = topology
+        self.spark = spark or get_spark()
+        self.batched = batched
+        self._owned_dir = state_dir is None
+        self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="tablestream-driver-"))
+        self.layout = StoreLayout(self.state_dir / "stores", self.state_dir / "changelog")
+        self.runner = BatchRunner(topology, self.layout, partitions)
+        self.batch_id = 0
+        self._pending: list[dict[str, Any]] = []
+        self._offsets: dict[tuple[str, int], int] = {}
+        self._outputs: dict[str, list[TestRecord]] = {}
+        self._tables: dict[str, dict[Any, Any]] = {}
+        self.processing_log: list[dict[str, Any]] = []
+
+    # ---------------------------------------------------------------- topics
+    def create_input_topic(self, topic: str, *, partitions: int = 1) -> TestInputTopic:
+        """An input topic the topology reads; keys and values are serialized with the
+        formats its source declares."""
+        for node in self.topology.sources:
+            topics = getattr(node, "topics", None) or (node.topic,)
+            if topic in topics:
+                return TestInputTopic(
+                    self,
+                    topic,
+                    get_format(node.key_format, node.key_schema),
+                    get_format(node.value_format, node.value_schema),
+                    partitions,
+                )
+        raise KeyError(f"The topology reads no topic '{topic}' (it reads {', '.join(self.runner.topics)})")
+
+    def create_output_topic(
+        self, topic: str, *, key_format: Format | None = None, value_format: Format | None = None
+    ) -> TestOutputTopic:
+        """An output topic the topology writes; records are decoded with the sink's formats
+        (by default KAFKA keys and JSON values)."""
+        sinks = [n for n in self.topology.nodes if isinstance(n, ToTopic) and n.topic == topic]
+        if not sinks:
+            raise KeyError(f"The topology writes no topic '{topic}'")
+        sink = sinks[0]
+        key = key_format or (get_format(sink.key_format, sink.key_schema) if sink.key_format else None)
+        value = value_format or get_format(sink.value_format or "JSON", sink.value_schema)
+        return TestOutputTopic(self, topic, key, value)
+
+    def table(self, store: str) -> dict[Any, Any]:
+        """The current contents of a materialized table (``materialized_as`` name)."""
+        self.advance()
+        names = {s.name for s in self.topology.stores if s.queryable}
+        if store not in names:
+            raise KeyError(f"No queryable store '{store}' (queryable stores: {', '.join(sorted(names)) or 'none'})")
+        return dict(self._tables.get(store, {}))
+
+    # ---------------------------------------------------------------- running
+    def pipe_bytes(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, partition: int) -> None:
+        """Append one serialized record to ``topic`` (run at once unless batched)."""
+        offset = self._offsets.get((topic, partition), 0)
+        self._offsets[(topic, partition)] = offset + 1
+        self._pending.append(
+            {
+                "key": key,
+                "value": value,
+                "topic": topic,
+                "partition": partition,
+                "offset": offset,
+                "timestamp": timestamp,
+                "headers": [],
+            }
+        )
+        if not self.batched:
+            self.advance()
+
+    def advance(self) -> None:
+        """Run the records piped since the last batch as one batch."""
+        if not self._pending:
+            return
+        from ..runtime.output import collect_outputs
+
+        records = pa.Table.from_pylist(self._pending, schema=_INPUT_SCHEMA)
+        self._pending = []
+        frame = self.spark.createDataFrame(records)
+        out = self.runner.run(frame, self.batch_id)
+        try:
+            for topic, table in collect_outputs(out).items():
+                self._outputs.setdefault(topic, []).extend(
+                    (k, v, ts)
+                    for k, v, ts in zip(
+                        table.column("key").to_pylist(),
+                        table.column("value").to_pylist(),
+                        table.column("timestamp").to_pylist(),
+                        strict=True,
+                    )
+                )
+            for store, frame_ in out.tables.items():
+                rows = frame_.df.select("key", "new").toArrow().to_pylist()
+                contents = self._tables.setdefault(store, {})
+                for row in rows:
+                    key = _hashable(row["key"])
+                    if row["new"] is None:
+                        contents.pop(key, None)
+                    else:
+                        contents[key] = row["new"]
+            for errors in out.errors:
+                self.processing_log.extend(errors.orderBy("topic", "partition", "offset").toArrow().to_pylist())
+        finally:
+            out.release()
+        self.batch_id += 1
+
+    def take_output(self, topic: str) -> list[tuple[bytes | None, bytes | None, int]]:
+        """Run pending input, then remove and return the records written to ``topic``."""
+        self.advance()
+        records = self._outputs.get(topic, [])
+        self._outputs[topic] = []
+        return records
+
+    def restore_output(self, topic: str, records: list[tuple[bytes | None, bytes | None, int]]) -> None:
+        """Put records taken with :meth:`take_output` back in front of the topic's queue."""
+        self._outputs[topic] = records + self._outputs.get(topic, [])
+
+    def close(self) -> None:
+        if self._owned_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def __enter__(self) -> TestDriver:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class TestInputTopic:
+    """Pipe records into a topic the topology reads (``TestInputTopic``)."""
+
+    __test__ = False
+
+    def __init__(self, driver: TestDriver, topic: str, key_format: Format, value_format: Format, partitions: int):
+        self.driver = driver
+        self.topic = topic
+        self.key_format = key_format
+        self.value_format = value_format
+        self.partitions = partitions
+
+    def pipe_input(self, key: Any, value: Any, timestamp: int = 0, *, partition: int | None = None) -> None:
+        """Write one record (``value=None`` is a tombstone)."""
+        key_bytes = None if key is None else self.key_format.serialize(key)
+        value_bytes = None if value is None else self.value_format.serialize(value)
+        if partition is None:
+            partition = 0 if key_bytes is None else partition_for_key(key_bytes, self.partitions)
+        self.driver.pipe_bytes(self.topic, key_bytes, value_bytes, timestamp, partition)
+
+    def pipe_raw(self, key: bytes | None, value: bytes | None, timestamp: int = 0, *, partition: int = 0) -> None:
+        """Write one record's bytes as they are (for testing undecodable input)."""
+        self.driver.pipe_bytes(self.topic, key, value, timestamp, partition)
+
+    def pipe_key_value_list(self, pairs: Iterable[tuple[Any, Any]], timestamp: int = 0, advance_ms: int = 0) -> None:
+        """Write ``(key, value)`` pairs; timestamps start at ``timestamp`` and grow by
+        ``advance_ms`` per record."""
+        for i, (key, value) in enumerate(pairs):
+            self.pipe_input(key, value, timestamp + i * advance_ms)
+
+    def pipe_records(self, records: Iterable[Sequence[Any]]) -> None:
+        """Write ``(key, value, timestamp)`` triples."""
+        for key, value, timestamp in records:
+            self.pipe_input(key, value, timestamp)
+
+
+class TestOutputTopic:
+    """Read what the topology wrote to a topic (``TestOutputTopic``)."""
+
+    __test__ = False
+
+    def __init__(self, driver: TestDriver, topic: str, key_format: Format | None, value_format: Format):
+        self.driver = driver
+        self.topic = topic
+        self.key_format = key_format
+        self.value_format = value_format
+
+    def _decode_key(self, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        if self.key_format is not None:
+            return self.key_format.deserialize(data)
+        return undeclared_kafka_value(data)
+
+    def read_records(self) -> list[TestRecord]:
+        """Every record written since the last read, in order."""
+        return [
+            TestRecord(self._decode_key(k), self.value_format.deserialize(v), ts)
+            for k, v, ts in self.driver.take_output(self.topic)
+        ]
+
+    def read_key_values(self) -> list[tuple[Any, Any]]:
+        return [(r.key, r.value) for r in self.read_records()]
+
+    def read_key_values_to_map(self) -> dict[Any, Any]:
+        """The latest value per key; a tombstone removes the key."""
+        result: dict[Any, Any] = {}
+        for record in self.read_records():
+            key = _hashable(record.key)
+            if record.value is None:
+                result.pop(key, None)
+            else:
+                result[key] = record.value
+        return result
+
+    def is_empty(self) -> bool:
+        """True when no record is waiting to be read (pending input is run first)."""
+        records = self.driver.take_output(self.topic)
+        self.driver.restore_output(self.topic, records)
+        return not records
+
+
+def _hashable(key: Any) -> Any:
+    if isinstance(key, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in key.items()))
+    if isinstance(key, list):
+        return tuple(_hashable(v) for v in key)
+    return key
+
