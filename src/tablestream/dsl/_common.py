@@ -1,0 +1,86 @@
+"""Argument checks shared by the DSL's public methods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tablestream.plan.base import FORMATS
+from tablestream.plan.errors import InvalidArgumentError, InvalidNameError, InvalidTypeError
+from tablestream.plan.naming import validate_name
+
+
+def check_name(name: str | None, method: str, what: str = "name") -> str | None:
+    """``None`` (generate one) or a legal processor/store name."""
+    if name is None:
+        return None
+    try:
+        return validate_name(name, what.capitalize())
+    except InvalidNameError as error:
+        raise InvalidNameError(f"{method}: {error}") from None
+
+
+def check_topic(topic: Any, method: str) -> str:
+    if topic is None:
+        raise InvalidTypeError(f"{method}: topic can't be None")
+    try:
+        return validate_name(topic, "Topic name")
+    except InvalidNameError as error:
+        raise InvalidNameError(f"{method}: {error}") from None
+
+
+def check_format(value: Any, method: str, what: str, *, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or value.upper() not in FORMATS:
+        raise InvalidArgumentError(
+            f"{method}: unknown {what} {value!r}; ksqlDB formats are {', '.join(FORMATS)}"
+        )
+    return value.upper()
+
+
+def check_partitions(partitions: Any, method: str) -> int | None:
+    if partitions is None:
+        return None
+    if isinstance(partitions, bool) or not isinstance(partitions, int):
+        raise InvalidTypeError(
+            f"{method}: partitions must be an int, got {type(partitions).__name__}"
+        )
+    if partitions < 1:
+        raise InvalidArgumentError(f"{method}: partitions must be at least 1, got {partitions}")
+    return partitions
+
+
+def schema_text(schema: Any, method: str, what: str) -> str | None:
+    """A ksqlDB column list (``"id BIGINT, name STRING"``), from text or a pyspark StructType."""
+    if schema is None:
+        return None
+    if isinstance(schema, str):
+        if not schema.strip():
+            raise InvalidArgumentError(f"{method}: {what} is empty")
+        return schema
+    if _is_spark_type(schema, "StructType"):
+        return ", ".join(f"{f.name} {_ksql_type(f.dataType)}" for f in schema.fields)
+    raise InvalidTypeError(
+        f"{method}: {what} must be a ksqlDB column list (str) or a pyspark StructType, "
+        f"got {type(schema).__name__}"
+    )
+
+
+def _is_spark_type(obj: object, name: str) -> bool:
+    cls = type(obj)
+    return cls.__name__ == name and cls.__module__.startswith("pyspark.sql")
+
+
+def _ksql_type(data_type: Any) -> str:
+    if _is_spark_type(data_type, "StructType"):
+        return (
+            "STRUCT<"
+            + ", ".join(f"{f.name} {_ksql_type(f.dataType)}" for f in data_type.fields)
+            + ">"
+        )
+    if _is_spark_type(data_type, "ArrayType"):
+        return f"ARRAY<{_ksql_type(data_type.elementType)}>"
+    if _is_spark_type(data_type, "MapType"):
+        return f"MAP<{_ksql_type(data_type.keyType)}, {_ksql_type(data_type.valueType)}>"
+    simple = data_type.simpleString().upper()
+    return "BYTES" if simple == "BINARY" else simple

@@ -1,0 +1,507 @@
+"""``KStream``: an unbounded stream of records, every record an independent event."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tablestream.dsl import functions as fn
+from tablestream.dsl import grouped, ktable
+from tablestream.dsl._common import (
+    check_format,
+    check_name,
+    check_partitions,
+    check_topic,
+    schema_text,
+)
+from tablestream.plan import naming
+from tablestream.plan.errors import InvalidArgumentError, InvalidTypeError
+from tablestream.plan.sinks import ToTopic
+from tablestream.plan.stateless import (
+    Branch,
+    Filter,
+    FlatMap,
+    FlatMapValues,
+    Map,
+    MapValues,
+    Merge,
+    Peek,
+    SelectKey,
+    Split,
+    ToTable,
+)
+
+if TYPE_CHECKING:
+    from tablestream.plan import Expr, PlanBuilder, PlanNode
+
+__all__ = ["BranchedKStream", "KStream"]
+
+
+class KStream:
+    """A record stream: each record is an event on its own (an insert), unlike a
+    :class:`~tablestream.dsl.KTable` where a record updates its key.
+
+    Made by :meth:`StreamsBuilder.stream <tablestream.dsl.StreamsBuilder.stream>` or by
+    an operation on another stream or table. Every method adds one node to the plan and
+    returns a new stream; nothing runs until the topology is executed.
+
+    Operations that may change the key (:meth:`map`, :meth:`flat_map`,
+    :meth:`select_key`) mark the result for repartitioning; the mark survives
+    :meth:`filter`, :meth:`map_values`, :meth:`peek`, :meth:`flat_map_values`,
+    :meth:`merge` and :meth:`split`, and the next :meth:`group_by_key`, :meth:`to_table`
+    (and later joins) sends the records through an internal ``-repartition`` topic first.
+
+    Expressions are SQL text (Spark SQL over ``key``, ``value`` and the value's fields),
+    Spark Columns, or Python callables with Kafka Streams' parameters.
+
+    >>> from tablestream.dsl import StreamsBuilder
+    >>> builder = StreamsBuilder()
+    >>> orders = builder.stream("orders", value_schema="id BIGINT, customer STRING, amount DOUBLE")
+    >>> orders.filter("amount > 100").map_values("amount * 2").to("big-orders")
+    >>> print(builder.build().describe())
+    Topologies:
+       Sub-topology: 0
+        Source: KSTREAM-SOURCE-0000000000 (topics: [orders])
+          --> KSTREAM-FILTER-0000000001
+        Processor: KSTREAM-FILTER-0000000001 (stores: [])
+          --> KSTREAM-MAPVALUES-0000000002
+          <-- KSTREAM-SOURCE-0000000000
+        Processor: KSTREAM-MAPVALUES-0000000002 (stores: [])
+          --> KSTREAM-SINK-0000000003
+          <-- KSTREAM-FILTER-0000000001
+        Sink: KSTREAM-SINK-0000000003 (topic: big-orders)
+          <-- KSTREAM-MAPVALUES-0000000002
+    <BLANKLINE>
+    <BLANKLINE>
+    """
+
+    __slots__ = ("_name", "_plan", "_repartition_required")
+
+    def __init__(self, plan: PlanBuilder, name: str, repartition_required: bool = False) -> None:
+        self._plan = plan
+        self._name = name
+        self._repartition_required = repartition_required
+
+    @property
+    def name(self) -> str:
+        """The name of the plan node this stream's records come from."""
+        return self._name
+
+    @property
+    def node(self) -> PlanNode:
+        """The plan node this stream's records come from."""
+        return self._plan.node(self._name)
+
+    @property
+    def plan(self) -> PlanBuilder:
+        """The plan this stream belongs to."""
+        return self._plan
+
+    @property
+    def repartition_required(self) -> bool:
+        """Whether the key may have changed since the records were last partitioned by it."""
+        return self._repartition_required
+
+    def __repr__(self) -> str:
+        mark = " (repartition required)" if self._repartition_required else ""
+        return f"<KStream {self._name}{mark}>"
+
+    def _derive(self, node: PlanNode, repartition_required: bool | None = None) -> KStream:
+        self._plan.add(node)
+        mark = self._repartition_required if repartition_required is None else repartition_required
+        return KStream(self._plan, node.name, mark)
+
+    def _bind(self, prepared: fn.Prepared, node_name: str, argument: str) -> Expr:
+        return prepared.bind(self._plan, f"{node_name}.{argument}")
+
+    # -- stateless -----------------------------------------------------------------------
+
+    def filter(self, predicate: Any, *, name: str | None = None) -> KStream:
+        """A stream of the records that satisfy ``predicate``.
+
+        ``predicate`` is a SQL boolean expression, a Spark Column, or a callable
+        ``(key, value) -> bool``. ``name`` replaces the generated node name
+        (``KSTREAM-FILTER-<n>``), as Kafka's ``Named``.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> big = builder.stream("orders").filter("amount > 100")
+        >>> big.node
+        Filter(name='KSTREAM-FILTER-0000000001', parent='KSTREAM-SOURCE-0000000000', predicate=SqlExpr(sql='amount > 100'), negate=False)
+        >>> builder.stream("events").filter(lambda key, value: value["ok"], name="ok-events").node.predicate
+        ExprRef(ref='ok-events.predicate', kind='callable', arity=2, description='<lambda>(key, value)')
+        """
+        return self._filter(predicate, name, negate=False, method="KStream.filter()")
+
+    def filter_not(self, predicate: Any, *, name: str | None = None) -> KStream:
+        """A stream of the records that do *not* satisfy ``predicate`` (see :meth:`filter`).
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> StreamsBuilder().stream("orders").filter_not("amount > 100").node.negate
+        True
+        """
+        return self._filter(predicate, name, negate=True, method="KStream.filter_not()")
+
+    def _filter(self, predicate: Any, name: str | None, *, negate: bool, method: str) -> KStream:
+        prepared = fn.prepare(predicate, fn.PREDICATE, method)
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_FILTER)
+        return self._derive(
+            Filter(node_name, self._name, self._bind(prepared, node_name, "predicate"), negate)
+        )
+
+    def map_values(self, mapper: Any, *, name: str | None = None) -> KStream:
+        """A stream with a new value per record and the same key (no repartition needed).
+
+        ``mapper`` is a SQL expression (use ``struct(... AS field)`` for a struct value), a
+        Spark Column, or a callable ``(value)`` or ``(key, value)`` returning the new value.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> s = StreamsBuilder().stream("orders").map_values(lambda v: v["amount"])
+        >>> s.node.mapper.arity, s.repartition_required
+        (1, False)
+        """
+        method = "KStream.map_values()"
+        prepared = fn.prepare(mapper, fn.VALUE_MAPPER, method)
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_MAPVALUES)
+        return self._derive(
+            MapValues(node_name, self._name, self._bind(prepared, node_name, "mapper"))
+        )
+
+    def map(self, mapper: Any, *, name: str | None = None) -> KStream:
+        """A stream with a new key and value per record; the result is marked for
+        repartitioning.
+
+        ``mapper`` is a callable ``(key, value) -> (new_key, new_value)`` or a pair of
+        expressions ``(key expression, value expression)`` (SQL text or Columns).
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> s = StreamsBuilder().stream("orders").map(("customer", "amount"))
+        >>> s.node.mapper
+        KeyValueExpr(key=SqlExpr(sql='customer'), value=SqlExpr(sql='amount'))
+        >>> s.repartition_required
+        True
+        """
+        method = "KStream.map()"
+        prepared = fn.prepare_key_value(mapper, fn.KEY_VALUE_MAPPER, method)
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_MAP)
+        bound = prepared.bind(self._plan, f"{node_name}.mapper")
+        return self._derive(Map(node_name, self._name, bound), repartition_required=True)
+
+    def flat_map(self, mapper: Any, *, name: str | None = None) -> KStream:
+        """Zero or more records per record, each with its own key; the result is marked for
+        repartitioning.
+
+        ``mapper`` is a callable ``(key, value) -> iterable of (key, value)``, or a SQL
+        expression / Column giving an array of ``struct<key, value>``.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> s = StreamsBuilder().stream("lines").flat_map(
+        ...     lambda k, line: [(word, 1) for word in line.split()])
+        >>> s.repartition_required
+        True
+        """
+        method = "KStream.flat_map()"
+        prepared = fn.prepare(mapper, fn.FLAT_MAPPER, method)
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_FLATMAP)
+        node = FlatMap(node_name, self._name, self._bind(prepared, node_name, "mapper"))
+        return self._derive(node, repartition_required=True)
+
+    def flat_map_values(self, mapper: Any, *, name: str | None = None) -> KStream:
+        """Zero or more values per record, each keeping the record's key (no repartition).
+
+        ``mapper`` is a callable ``(value)`` or ``(key, value)`` returning an iterable, or
+        a SQL array expression / Column.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> StreamsBuilder().stream("lines").flat_map_values("split(value, ' ')").node.mapper
+        SqlExpr(sql="SPLIT(value, ' ')")
+        """
+        method = "KStream.flat_map_values()"
+        prepared = fn.prepare(mapper, fn.FLAT_VALUE_MAPPER, method)
+        node_name = self._plan.names.or_generate(
+            check_name(name, method), naming.KSTREAM_FLATMAPVALUES
+        )
+        return self._derive(
+            FlatMapValues(node_name, self._name, self._bind(prepared, node_name, "mapper"))
+        )
+
+    def select_key(self, selector: Any, *, name: str | None = None) -> KStream:
+        """A stream re-keyed by ``selector`` (values unchanged); marked for repartitioning.
+
+        ``selector`` is a SQL expression, a Column, or a callable ``(key, value) -> new_key``.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> s = StreamsBuilder().stream("orders").select_key("customer")
+        >>> s
+        <KStream KSTREAM-KEY-SELECT-0000000001 (repartition required)>
+        """
+        method = "KStream.select_key()"
+        prepared = fn.prepare(selector, fn.KEY_SELECTOR, method)
+        node_name = self._plan.names.or_generate(
+            check_name(name, method), naming.KSTREAM_KEY_SELECT
+        )
+        node = SelectKey(node_name, self._name, self._bind(prepared, node_name, "selector"))
+        return self._derive(node, repartition_required=True)
+
+    def peek(self, action: Any, *, name: str | None = None) -> KStream:
+        """Call ``action(key, value)`` for every record and pass the records on unchanged
+        (for logging or metrics; the runtime calls it on batches of records, so side
+        effects are not ordered across partitions).
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> seen = []
+        >>> StreamsBuilder().stream("orders").peek(lambda k, v: seen.append(k)).node.action.kind
+        'callable'
+        """
+        method = "KStream.peek()"
+        prepared = fn.prepare(action, fn.ACTION, method)
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_PEEK)
+        return self._derive(Peek(node_name, self._name, self._bind(prepared, node_name, "action")))
+
+    def merge(self, other: KStream, *, name: str | None = None) -> KStream:
+        """The records of this stream and ``other`` as one stream, in no order across the
+        two. Marked for repartitioning if either input is.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> web, shop = builder.stream("web-orders"), builder.stream("shop-orders")
+        >>> web.merge(shop).node
+        Merge(name='KSTREAM-MERGE-0000000002', parents=('KSTREAM-SOURCE-0000000000', 'KSTREAM-SOURCE-0000000001'))
+        """
+        method = "KStream.merge()"
+        if not isinstance(other, KStream):
+            raise InvalidTypeError(
+                f"{method}: stream must be a KStream, got {type(other).__name__}"
+            )
+        if other.plan is not self._plan:
+            raise InvalidArgumentError(f"{method}: stream belongs to another StreamsBuilder")
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_MERGE)
+        mark = self._repartition_required or other.repartition_required
+        return self._derive(Merge(node_name, (self._name, other.name)), repartition_required=mark)
+
+    def split(self, *, name: str | None = None) -> BranchedKStream:
+        """Split the stream into branches: each record goes to the first branch whose
+        predicate it satisfies, in the order the branches were added; records matching
+        none go to the default branch, or are dropped without one.
+
+        Branch streams are named ``<split name><branch name>`` (the split's name is
+        ``KSTREAM-BRANCH-<n>`` unless ``name`` is given), or ``<split name><position>``
+        for unnamed branches, counting from 1; an unnamed default branch is position 0.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> branches = (StreamsBuilder().stream("orders").split(name="by-size-")
+        ...     .branch("amount > 1000", name="large")
+        ...     .branch("amount > 100", name="medium")
+        ...     .default_branch(name="small"))
+        >>> list(branches)
+        ['by-size-large', 'by-size-medium', 'by-size-small']
+        """
+        method = "KStream.split()"
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_BRANCH)
+        self._plan.add(Split(node_name, self._name))
+        return BranchedKStream(self._plan, node_name, self._repartition_required)
+
+    def repartition(self, *, name: str | None = None, partitions: int | None = None) -> KStream:
+        """The same records read back from an internal topic ``<name>-repartition``
+        partitioned by their current key (Kafka's ``repartition()``). The result is not
+        marked. ``partitions`` sets the topic's partition count (default: the upstream
+        count).
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> s = StreamsBuilder().stream("orders").select_key("customer").repartition(partitions=4)
+        >>> s.node.topic, s.node.partitions, s.repartition_required
+        ('KSTREAM-REPARTITION-0000000002-repartition', 4, False)
+        """
+        method = "KStream.repartition()"
+        given = check_name(name, method)
+        count = check_partitions(partitions, method)
+        prefix = (
+            given
+            if given is not None
+            else self._plan.names.new_processor_name(naming.KSTREAM_REPARTITION)
+        )
+        node = self._plan.repartition(self._name, prefix, partitions=count, explicit=True)
+        return KStream(self._plan, node.name, False)
+
+    def _repartitioned(self, prefix: str) -> str:
+        """The node to read from: this one, or a repartition of it if the key may have
+        changed (``KStreamImpl`` before a stateful operation)."""
+        if not self._repartition_required:
+            return self._name
+        return self._plan.repartition(self._name, prefix).name
+
+    # -- into tables and groups --------------------------------------------------------------
+
+    def to_table(
+        self, *, name: str | None = None, materialized_as: str | None = None
+    ) -> ktable.KTable:
+        """A table of the latest value per key: each record upserts its key and a ``null``
+        value deletes it. A stream marked for repartitioning goes through
+        ``<name>-repartition`` first. ``materialized_as`` names (and so exposes) the
+        table's store.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> table = StreamsBuilder().stream("customers").to_table(materialized_as="customers-by-id")
+        >>> table.node
+        ToTable(name='KSTREAM-TOTABLE-0000000001', parent='KSTREAM-SOURCE-0000000000', store='customers-by-id', queryable=True)
+        """
+        method = "KStream.to_table()"
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_TOTABLE)
+        store = check_name(materialized_as, method, "store name")
+        if store is None:
+            store = self._plan.names.new_store_name(naming.KSTREAM_TOTABLE)
+        self._plan.claim_store(store)
+        parent = self._repartitioned(node_name)
+        node = ToTable(node_name, parent, store, materialized_as is not None)
+        self._plan.add(node)
+        return ktable.KTable(self._plan, node_name)
+
+    def group_by_key(self, *, name: str | None = None) -> grouped.KGroupedStream:
+        """Group records by their current key for an aggregation. No node is added; if the
+        stream is marked for repartitioning, the aggregation reads through a repartition
+        topic named ``<name>-repartition`` (default: after the aggregation's store).
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> StreamsBuilder().stream("orders").group_by_key().count()
+        <KTable KSTREAM-AGGREGATE-0000000002>
+        """
+        method = "KStream.group_by_key()"
+        given = check_name(name, method)
+        return grouped.KGroupedStream(self._plan, self._name, self._repartition_required, given)
+
+    def group_by(self, selector: Any, *, name: str | None = None) -> grouped.KGroupedStream:
+        """Group records by a new key from ``selector`` (SQL, Column or callable
+        ``(key, value) -> group key``). Always repartitions before aggregating. ``name``
+        names both the key-selecting node and the repartition topic, as Kafka's
+        ``Grouped.as``.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> per_customer = StreamsBuilder().stream("orders").group_by("customer").sum("amount")
+        >>> per_customer.node.parent
+        'KSTREAM-SOURCE-0000000006'
+        """
+        method = "KStream.group_by()"
+        prepared = fn.prepare(selector, fn.KEY_SELECTOR, method)
+        given = check_name(name, method)
+        node_name = self._plan.names.or_generate(given, naming.KSTREAM_KEY_SELECT)
+        self._plan.add(
+            SelectKey(node_name, self._name, self._bind(prepared, node_name, "selector"))
+        )
+        return grouped.KGroupedStream(self._plan, node_name, True, given)
+
+    # -- out -----------------------------------------------------------------------------
+
+    def to(
+        self,
+        topic: str,
+        *,
+        key_format: str | None = None,
+        value_format: str | None = None,
+        key_schema: Any = None,
+        value_schema: Any = None,
+        name: str | None = None,
+    ) -> None:
+        """Write the records to ``topic``. Formats are ksqlDB names (``KAFKA``, ``JSON``,
+        ``AVRO``, ``DELIMITED``, ...); ``None`` uses the topic's own settings.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> builder.stream("orders").to("orders-copy", value_format="avro")
+        >>> builder.build().sinks
+        (ToTopic(name='KSTREAM-SINK-0000000001', parent='KSTREAM-SOURCE-0000000000', topic='orders-copy', key_format=None, value_format='AVRO', key_schema=None, value_schema=None),)
+        """
+        method = "KStream.to()"
+        check_topic(topic, method)
+        formats = (
+            check_format(key_format, method, "key format", required=False),
+            check_format(value_format, method, "value format", required=False),
+            schema_text(key_schema, method, "key schema"),
+            schema_text(value_schema, method, "value schema"),
+        )
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_SINK)
+        self._plan.add(ToTopic(node_name, self._name, topic, *formats))
+
+
+class BranchedKStream:
+    """The branches of a :meth:`KStream.split`, added in order with :meth:`branch` and
+    closed with :meth:`default_branch` or :meth:`no_default_branch`, which return the
+    branch streams by name.
+
+    >>> from tablestream.dsl import StreamsBuilder
+    >>> branches = StreamsBuilder().stream("orders").split().branch("amount < 0").no_default_branch()
+    >>> branches
+    {'KSTREAM-BRANCH-00000000011': <KStream KSTREAM-BRANCH-00000000011>}
+    """
+
+    __slots__ = ("_branches", "_closed", "_name", "_plan", "_predicates", "_repartition_required")
+
+    def __init__(self, plan: PlanBuilder, name: str, repartition_required: bool) -> None:
+        self._plan = plan
+        self._name = name
+        self._repartition_required = repartition_required
+        self._predicates: list[Expr] = []
+        self._branches: dict[str, KStream] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<BranchedKStream {self._name} {list(self._branches)}>"
+
+    def branch(self, predicate: Any, *, name: str | None = None) -> BranchedKStream:
+        """Add a branch taking the records that satisfy ``predicate`` (SQL, Column or
+        callable ``(key, value) -> bool``) and no earlier branch's predicate. ``name`` is
+        appended to the split's name to name the branch (default: its position, from 1).
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> b = StreamsBuilder().stream("orders").split(name="s-").branch("amount > 10", name="big")
+        >>> b.branch("amount > 5", name="mid").no_default_branch()["s-mid"].node.preceding
+        (SqlExpr(sql='amount > 10'),)
+        """
+        method = "BranchedKStream.branch()"
+        self._check_open(method)
+        prepared = fn.prepare(predicate, fn.PREDICATE, method)
+        node_name = self._branch_name(name, len(self._predicates) + 1, method)
+        bound = prepared.bind(self._plan, f"{node_name}.predicate")
+        self._add(Branch(node_name, self._name, bound, tuple(self._predicates)))
+        self._predicates.append(bound)
+        return self
+
+    def default_branch(self, *, name: str | None = None) -> dict[str, KStream]:
+        """Close the split with a branch for the records no predicate matched, and return
+        every branch by name, in the order added.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> b = StreamsBuilder().stream("orders").split().branch("amount > 10")
+        >>> list(b.default_branch())
+        ['KSTREAM-BRANCH-00000000011', 'KSTREAM-BRANCH-00000000010']
+        """
+        method = "BranchedKStream.default_branch()"
+        self._check_open(method)
+        node_name = self._branch_name(name, 0, method)
+        self._add(Branch(node_name, self._name, None, tuple(self._predicates)))
+        self._closed = True
+        return dict(self._branches)
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        """Close the split; records no predicate matched are dropped. Returns every branch
+        by name, in the order added."""
+        self._check_open("BranchedKStream.no_default_branch()")
+        self._closed = True
+        return dict(self._branches)
+
+    def _check_open(self, method: str) -> None:
+        if self._closed:
+            raise InvalidArgumentError(
+                f"{method}: the split {self._name} is already closed by default_branch() or no_default_branch()"
+            )
+
+    def _branch_name(self, name: str | None, position: int, method: str) -> str:
+        suffix = str(position) if name is None else name
+        if not isinstance(suffix, str):
+            raise InvalidTypeError(f"{method}: name must be a str, got {type(suffix).__name__}")
+        branch_name = check_name(self._name + suffix, method, "branch name")
+        assert branch_name is not None
+        self._plan.names.new_processor_name(branch_name)  # Kafka spends a name per branch
+        return branch_name
+
+    def _add(self, node: Branch) -> None:
+        self._plan.add(node)
+        self._branches[node.name] = KStream(self._plan, node.name, self._repartition_required)

@@ -1,0 +1,246 @@
+"""``KTable`` and ``GlobalKTable``: changelogs seen as tables, one current value per key."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tablestream.dsl import functions as fn
+from tablestream.dsl import grouped, kstream
+from tablestream.dsl._common import check_name
+from tablestream.plan import naming
+from tablestream.plan.aggregate import AggregateNode, TableGroupBy
+from tablestream.plan.sources import GlobalTableSource, TableSource
+from tablestream.plan.stateless import TableFilter, TableMapValues, ToStream, ToTable
+
+if TYPE_CHECKING:
+    from tablestream.plan import PlanBuilder, PlanNode
+
+__all__ = ["GlobalKTable", "KTable"]
+
+
+class KTable:
+    """A table: a changelog in which each record is an update of its key (an upsert), a
+    ``null`` value a deletion. Operations see both the old and the new value of each
+    change, so a filter deletes a row that stops passing and an aggregation subtracts
+    what a row contributed before adding what it contributes now.
+
+    Made by :meth:`StreamsBuilder.table <tablestream.dsl.StreamsBuilder.table>`,
+    :meth:`KStream.to_table <tablestream.dsl.KStream.to_table>` or an aggregation.
+
+    >>> from tablestream.dsl import StreamsBuilder
+    >>> builder = StreamsBuilder()
+    >>> users = builder.table("users", value_schema="name STRING, region STRING")
+    >>> users.group_by(("region", "name")).count(materialized_as="users-per-region")
+    <KTable KTABLE-AGGREGATE-0000000006>
+    >>> [store.name for store in builder.build().stores]
+    ['users-STATE-STORE-0000000000', 'users-per-region']
+    """
+
+    __slots__ = ("_name", "_plan")
+
+    def __init__(self, plan: PlanBuilder, name: str) -> None:
+        self._plan = plan
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        """The name of the plan node this table's changes come from."""
+        return self._name
+
+    @property
+    def node(self) -> PlanNode:
+        """The plan node this table's changes come from."""
+        return self._plan.node(self._name)
+
+    @property
+    def plan(self) -> PlanBuilder:
+        """The plan this table belongs to."""
+        return self._plan
+
+    @property
+    def queryable_store_name(self) -> str | None:
+        """The store a user named for this table (``materialized_as``), else ``None``."""
+        node = self.node
+        if isinstance(node, (TableFilter, TableMapValues)):
+            return node.store
+        if isinstance(node, (TableSource, ToTable, AggregateNode)) and node.queryable:
+            return node.store
+        return None
+
+    def __repr__(self) -> str:
+        return f"<KTable {self._name}>"
+
+    def filter(
+        self, predicate: Any, *, name: str | None = None, materialized_as: str | None = None
+    ) -> KTable:
+        """A table of the rows that satisfy ``predicate``; when a row stops satisfying it,
+        the row is deleted. ``predicate`` is SQL, a Column or a callable
+        ``(key, value) -> bool``; ``materialized_as`` keeps the result in a store of that
+        name.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> StreamsBuilder().table("users").filter("age >= 18").node
+        TableFilter(name='KTABLE-FILTER-0000000003', parent='KTABLE-SOURCE-0000000002', predicate=SqlExpr(sql='age >= 18'), negate=False, store=None)
+        """
+        return self._filter(
+            predicate, name, materialized_as, negate=False, method="KTable.filter()"
+        )
+
+    def filter_not(
+        self, predicate: Any, *, name: str | None = None, materialized_as: str | None = None
+    ) -> KTable:
+        """A table of the rows that do *not* satisfy ``predicate`` (see :meth:`filter`).
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> StreamsBuilder().table("users").filter_not("banned").node.negate
+        True
+        """
+        return self._filter(
+            predicate, name, materialized_as, negate=True, method="KTable.filter_not()"
+        )
+
+    def _filter(
+        self,
+        predicate: Any,
+        name: str | None,
+        materialized_as: str | None,
+        *,
+        negate: bool,
+        method: str,
+    ) -> KTable:
+        prepared = fn.prepare(predicate, fn.PREDICATE, method)
+        store = self._store(materialized_as, method)
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KTABLE_FILTER)
+        predicate_expr = prepared.bind(self._plan, f"{node_name}.predicate")
+        return self._derive(TableFilter(node_name, self._name, predicate_expr, negate, store))
+
+    def map_values(
+        self, mapper: Any, *, name: str | None = None, materialized_as: str | None = None
+    ) -> KTable:
+        """A table with a new value per row (SQL, Column, or callable ``(value)`` or
+        ``(key, value)``); keys are unchanged.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> t = StreamsBuilder().table("users").map_values("upper(name)", materialized_as="names")
+        >>> t.node.store, t.queryable_store_name
+        ('names', 'names')
+        """
+        method = "KTable.map_values()"
+        prepared = fn.prepare(mapper, fn.VALUE_MAPPER, method)
+        store = self._store(materialized_as, method)
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KTABLE_MAPVALUES)
+        mapper_expr = prepared.bind(self._plan, f"{node_name}.mapper")
+        return self._derive(TableMapValues(node_name, self._name, mapper_expr, store))
+
+    def to_stream(self, *, name: str | None = None) -> kstream.KStream:
+        """The table's changes as a stream: each update a record, each deletion a
+        tombstone (a record with a ``null`` value).
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> StreamsBuilder().table("users").to_stream()
+        <KStream KTABLE-TOSTREAM-0000000003>
+        """
+        method = "KTable.to_stream()"
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KTABLE_TOSTREAM)
+        self._plan.add(ToStream(node_name, self._name))
+        return kstream.KStream(self._plan, node_name, False)
+
+    def group_by(self, mapper: Any, *, name: str | None = None) -> grouped.KGroupedTable:
+        """Group rows by a new key for an aggregation, with a key-value mapper
+        ``(key, value) -> (group key, value)`` (a callable, or a pair of SQL expressions /
+        Columns). Always repartitions; an update that moves a row subtracts it from its
+        old group and adds it to its new one. ``name`` names the mapping node and the
+        repartition topic (Kafka's ``Grouped.as``).
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> g = StreamsBuilder().table("users").group_by(lambda k, v: (v["region"], v))
+        >>> g.count().node.parent
+        'KSTREAM-SOURCE-0000000006'
+        """
+        method = "KTable.group_by()"
+        prepared = fn.prepare_key_value(mapper, fn.KEY_VALUE_MAPPER, method)
+        given = check_name(name, method)
+        node_name = self._plan.names.or_generate(given, naming.KTABLE_SELECT)
+        self._plan.add(
+            TableGroupBy(node_name, self._name, prepared.bind(self._plan, f"{node_name}.mapper"))
+        )
+        self._plan.require_old_values(self._name)
+        return grouped.KGroupedTable(self._plan, node_name, given)
+
+    def to(
+        self,
+        topic: str,
+        *,
+        key_format: str | None = None,
+        value_format: str | None = None,
+        key_schema: Any = None,
+        value_schema: Any = None,
+        name: str | None = None,
+    ) -> None:
+        """Write the table's changelog to ``topic``: ``to_stream().to(topic, ...)``.
+        ``name`` names the sink.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> builder.table("users").to("users-copy")
+        >>> [node.name for node in builder.build().nodes]
+        ['KTABLE-SOURCE-0000000002', 'KTABLE-TOSTREAM-0000000003', 'KSTREAM-SINK-0000000004']
+        """
+        self.to_stream().to(
+            topic,
+            key_format=key_format,
+            value_format=value_format,
+            key_schema=key_schema,
+            value_schema=value_schema,
+            name=name,
+        )
+
+    def _store(self, materialized_as: str | None, method: str) -> str | None:
+        store = check_name(materialized_as, method, "store name")
+        return None if store is None else self._plan.claim_store(store)
+
+    def _derive(self, node: PlanNode) -> KTable:
+        self._plan.add(node)
+        return KTable(self._plan, node.name)
+
+
+class GlobalKTable:
+    """A table replicated in full to every task, so stream records can look it up by any
+    key without repartitioning (joins come with the joins issue).
+
+    >>> from tablestream.dsl import StreamsBuilder
+    >>> StreamsBuilder().global_table("countries").node.store
+    'countries-STATE-STORE-0000000000'
+    """
+
+    __slots__ = ("_name", "_plan")
+
+    def __init__(self, plan: PlanBuilder, name: str) -> None:
+        self._plan = plan
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        """The name of the global table's source processor."""
+        return self._name
+
+    @property
+    def node(self) -> PlanNode:
+        """The global table's plan node (a :class:`~tablestream.plan.GlobalTableSource`)."""
+        return self._plan.node(self._name)
+
+    @property
+    def plan(self) -> PlanBuilder:
+        """The plan this table belongs to."""
+        return self._plan
+
+    @property
+    def queryable_store_name(self) -> str | None:
+        """The store name a user gave (``materialized_as``), else ``None``; the store itself
+        always exists, as in Kafka Streams."""
+        node = self.node
+        assert isinstance(node, GlobalTableSource)
+        return node.store if node.queryable else None
+
+    def __repr__(self) -> str:
+        return f"<GlobalKTable {self._name}>"

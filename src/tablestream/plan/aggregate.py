@@ -1,0 +1,124 @@
+"""Grouping and aggregation of streams and tables.
+
+Stream ``group_by_key`` makes no node (as in Kafka Streams); stream ``group_by`` is a
+:class:`~tablestream.plan.stateless.SelectKey`, and the aggregation that follows reads
+through a :class:`~tablestream.plan.stateless.Repartition` when the key may have changed.
+Table ``group_by`` is a :class:`TableGroupBy`, always followed by a repartition.
+
+One node per aggregate function, for both inputs (``input_kind``): a stream record only
+adds to its group; a table change subtracts the old row from its old group and adds the
+new row to its new group (KIP-241), so the table rule is the stream rule with
+retraction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tablestream.plan.base import InputKind, UnaryNode, check_input_kind
+from tablestream.plan.errors import InvalidArgumentError
+from tablestream.plan.expr import Expr, ExprRef, KeyValueExpr
+
+__all__ = [
+    "Aggregate",
+    "AggregateNode",
+    "Avg",
+    "Count",
+    "Max",
+    "Min",
+    "Reduce",
+    "Sum",
+    "TableGroupBy",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TableGroupBy(UnaryNode):
+    """Re-key a table's rows for aggregation with a key-value mapper
+    ``(key, value) -> (group key, value)`` (``KTABLE-SELECT-``). Each change becomes a
+    subtraction of the old row's mapping and an addition of the new row's."""
+
+    mapper: KeyValueExpr | ExprRef
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateNode(UnaryNode):
+    """An aggregation per group key into the store ``store``; its output is a table.
+
+    ``queryable`` is set when the user named the store (``materialized_as``)."""
+
+    input_kind: InputKind
+    store: str
+    queryable: bool
+
+    def __post_init__(self) -> None:
+        check_input_kind(self.input_kind, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Count(AggregateNode):
+    """The number of records (stream) or rows (table) per group."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reduce(AggregateNode):
+    """Combine the values of a group with ``adder(aggregate, value)``; for a table,
+    ``subtractor(aggregate, old value)`` removes a row (required for tables, ``None`` for
+    streams)."""
+
+    adder: Expr
+    subtractor: Expr | None = None
+
+    def __post_init__(self) -> None:
+        AggregateNode.__post_init__(self)
+        _check_subtractor(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate(AggregateNode):
+    """Fold a group from ``initializer()`` with ``adder(key, value, aggregate)`` (a stream's
+    aggregator); a table also has ``subtractor(key, value, aggregate)``. Either may take a
+    fourth argument, the source record's key (KIP-241)."""
+
+    initializer: Expr
+    adder: Expr
+    subtractor: Expr | None = None
+
+    def __post_init__(self) -> None:
+        AggregateNode.__post_init__(self)
+        _check_subtractor(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Sum(AggregateNode):
+    """ksqlDB's ``SUM(column)`` per group."""
+
+    column: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Avg(AggregateNode):
+    """ksqlDB's ``AVG(column)`` per group."""
+
+    column: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Min(AggregateNode):
+    """ksqlDB's ``MIN(column)`` per group."""
+
+    column: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Max(AggregateNode):
+    """ksqlDB's ``MAX(column)`` per group."""
+
+    column: Expr
+
+
+def _check_subtractor(node: Reduce | Aggregate) -> None:
+    if node.input_kind == "table" and node.subtractor is None:
+        raise InvalidArgumentError(f"{node.name}: a table aggregation needs a subtractor")
+    if node.input_kind == "stream" and node.subtractor is not None:
+        raise InvalidArgumentError(f"{node.name}: a stream aggregation has no subtractor")

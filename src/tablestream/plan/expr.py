@@ -1,0 +1,131 @@
+"""Expressions held by plan nodes.
+
+A node never holds a Python object it cannot print: SQL text is parsed and kept as data
+(:class:`SqlExpr`); a Spark Column or a Python callable is kept by the builder in a registry
+and the node holds only an :class:`ExprRef` naming it, so plans compare and print as data.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, SqlglotError
+
+from tablestream.plan.errors import InvalidExpressionError
+
+__all__ = ["Expr", "ExprRef", "KeyValueExpr", "SqlExpr"]
+
+_SQLGLOT_CLASS = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
+
+# sqlglot groups statements (DROP, SHOW, USE, INSERT, SELECT, a;b, ...) in these modules;
+# none of them is a scalar expression over one record.
+_STATEMENT_MODULES = ("ddl", "dml", "query")
+
+
+def _is_statement(tree: exp.Expr) -> bool:
+    return isinstance(tree, (exp.Selectable, exp.DML)) or (
+        type(tree).__module__.rpartition(".")[2] in _STATEMENT_MODULES
+    )
+
+
+def _parse(text: str) -> exp.Expr:
+    try:
+        tree = sqlglot.parse_one(text, dialect="spark")
+    except ParseError as error:
+        if error.errors:
+            first = error.errors[0]
+            detail = _SQLGLOT_CLASS.sub(r"\1", str(first.get("description")))
+            where = f" (line {first.get('line')}, column {first.get('col')})"
+        else:
+            detail, where = "it is empty", ""
+        raise InvalidExpressionError(f"Invalid SQL expression {text!r}: {detail}{where}") from None
+    except SqlglotError as error:
+        raise InvalidExpressionError(f"Invalid SQL expression {text!r}: {error}") from None
+    if _is_statement(tree):
+        raise InvalidExpressionError(
+            f"Invalid SQL expression {text!r}: a query or statement is not an expression"
+        )
+    if isinstance(tree, exp.Alias):
+        raise InvalidExpressionError(
+            f"Invalid SQL expression {text!r}: an alias is not an expression "
+            "(name struct fields inside struct(..., x AS name))"
+        )
+    if isinstance(tree, exp.Star):
+        raise InvalidExpressionError(f"Invalid SQL expression {text!r}: '*' is not an expression")
+    if tree.find(exp.Query) is not None:
+        raise InvalidExpressionError(
+            f"Invalid SQL expression {text!r}: subqueries are not supported"
+        )
+    return tree
+
+
+@dataclass(frozen=True, slots=True)
+class SqlExpr:
+    """A Spark SQL expression, parsed and validated with sqlglot when it is made.
+
+    ``sql`` is sqlglot's normalized Spark rendering and is what equality compares, so the
+    DSL and the SQL front end give equal plans for the same expression however it was
+    spelled. Columns name the record's ``key``, ``value`` and the value's fields.
+
+    >>> SqlExpr("amount>10")
+    SqlExpr(sql='amount > 10')
+    >>> SqlExpr("amount >")
+    Traceback (most recent call last):
+    ...
+    tablestream.plan.errors.InvalidExpressionError: Invalid SQL expression 'amount >': Required keyword: 'expression' missing for GT (line 1, column 8)
+    """
+
+    text: str = field(compare=False, repr=False)
+    sql: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise InvalidExpressionError(
+                f"A SQL expression must be a str, got {type(self.text).__name__}"
+            )
+        object.__setattr__(self, "sql", _parse(self.text).sql(dialect="spark"))
+
+    def tree(self) -> exp.Expr:
+        """The sqlglot syntax tree of the expression (parsed again; nodes keep only text)."""
+        return sqlglot.parse_one(self.sql, dialect="spark")
+
+    def __str__(self) -> str:
+        return self.sql
+
+
+@dataclass(frozen=True, slots=True)
+class ExprRef:
+    """An opaque expression: a Spark Column or a Python callable kept in the topology's
+    function registry under ``ref``.
+
+    ``kind`` is ``"column"`` or ``"callable"``; ``arity`` is the number of arguments a
+    callable is called with (``None`` for a Column), chosen from its signature when the
+    DSL received it; ``description`` is for people (``<lambda>(k, v)``).
+    """
+
+    ref: str
+    kind: Literal["column", "callable"]
+    arity: int | None
+    description: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.description}"
+
+
+Expr = SqlExpr | ExprRef
+"""An expression a node holds: SQL text or a reference to a Column or callable."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValueExpr:
+    """A key-value mapper given as two expressions: the new key and the new value."""
+
+    key: Expr
+    value: Expr
+
+    def __str__(self) -> str:
+        return f"({self.key}, {self.value})"

@@ -1,0 +1,87 @@
+"""Where records enter: streams, tables and global tables read from topics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tablestream.plan.base import PlanNode, check_format
+from tablestream.plan.errors import InvalidArgumentError
+from tablestream.plan.expr import Expr
+
+__all__ = ["GlobalTableSource", "StreamSource", "TableSource"]
+
+
+def _check_formats(node: PlanNode) -> None:
+    for attr in ("key_format", "value_format"):
+        value = check_format(getattr(node, attr), attr.replace("_", " "))
+        if value is None:
+            raise InvalidArgumentError(f"{node.name}: {attr} is required")
+        object.__setattr__(node, attr, value)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSource(PlanNode):
+    """A record stream read from one or more topics (``KSTREAM-SOURCE-``).
+
+    Formats are ksqlDB names (``KAFKA``, ``JSON``, ``AVRO``, ``DELIMITED``, ...); schemas are
+    ksqlDB column lists (``"id BIGINT, name STRING"``; a single type for a ``KAFKA`` key)
+    or ``None``. ``timestamp_extractor`` computes the record timestamp (epoch ms) from key
+    and value; ``None`` uses the record's own timestamp.
+    """
+
+    topics: tuple[str, ...]
+    key_format: str = "KAFKA"
+    value_format: str = "JSON"
+    key_schema: str | None = None
+    value_schema: str | None = None
+    timestamp_extractor: Expr | None = None
+
+    def __post_init__(self) -> None:
+        if not self.topics:
+            raise InvalidArgumentError(f"{self.name}: a stream source needs at least one topic")
+        _check_formats(self)
+
+
+@dataclass(frozen=True, slots=True)
+class TableSource(PlanNode):
+    """A table materialized from a changelog topic: the latest value per key, a ``null``
+    value deleting the key (``KTABLE-SOURCE-``).
+
+    Kafka describes it as two nodes: the topic's source ``source_name``
+    (``KSTREAM-SOURCE-``) and this processor. ``store`` is the table's store name
+    (``<topic>-STATE-STORE-<n>`` unless ``materialized_as`` named it, then ``queryable``);
+    the topology lists it when Kafka would materialize it: when named, or when an
+    operator downstream needs the table's old values (``group_by``).
+    """
+
+    source_name: str
+    topic: str
+    store: str
+    queryable: bool = False
+    key_format: str = "KAFKA"
+    value_format: str = "JSON"
+    key_schema: str | None = None
+    value_schema: str | None = None
+    timestamp_extractor: Expr | None = None
+
+    def __post_init__(self) -> None:
+        _check_formats(self)
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalTableSource(PlanNode):
+    """A table replicated in full to every task (``GlobalKTable``). Its store is always
+    materialized; Kafka describes it as a sub-topology "for global store"."""
+
+    source_name: str
+    topic: str
+    store: str
+    queryable: bool = False
+    key_format: str = "KAFKA"
+    value_format: str = "JSON"
+    key_schema: str | None = None
+    value_schema: str | None = None
+    timestamp_extractor: Expr | None = None
+
+    def __post_init__(self) -> None:
+        _check_formats(self)

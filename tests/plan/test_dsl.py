@@ -1,0 +1,569 @@
+"""Every DSL method builds the node it should, field for field."""
+
+from __future__ import annotations
+
+import pytest
+
+from tablestream.dsl import (
+    BranchedKStream,
+    GlobalKTable,
+    KGroupedStream,
+    KGroupedTable,
+    KStream,
+    KTable,
+    StreamsBuilder,
+)
+from tablestream.plan import (
+    Aggregate,
+    Avg,
+    Branch,
+    Count,
+    ExprRef,
+    Filter,
+    FlatMap,
+    FlatMapValues,
+    GlobalTableSource,
+    KeyValueExpr,
+    Map,
+    MapValues,
+    Max,
+    Merge,
+    Min,
+    Peek,
+    Reduce,
+    Repartition,
+    SelectKey,
+    Split,
+    SqlExpr,
+    Store,
+    StreamSource,
+    Sum,
+    TableFilter,
+    TableGroupBy,
+    TableMapValues,
+    TableSource,
+    ToStream,
+    ToTable,
+    ToTopic,
+)
+
+from .fakes import FakeColumn, fake_struct_type
+
+SRC = "KSTREAM-SOURCE-0000000000"
+
+
+def ref(name: str, arity: int | None, description: str, kind: str = "callable") -> ExprRef:
+    return ExprRef(name, kind, arity, description)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def builder() -> StreamsBuilder:
+    return StreamsBuilder()
+
+
+@pytest.fixture
+def orders(builder: StreamsBuilder) -> KStream:
+    return builder.stream("orders")
+
+
+@pytest.fixture
+def users(builder: StreamsBuilder) -> KTable:
+    return builder.table("users")
+
+
+# --- sources -----------------------------------------------------------------------------
+
+
+def test_stream(builder):
+    stream = builder.stream(
+        "orders",
+        key_format="json",
+        value_format="avro",
+        key_schema="BIGINT",
+        value_schema="id BIGINT, amount DOUBLE",
+        timestamp_extractor="value.ts",
+    )
+    assert isinstance(stream, KStream)
+    assert stream.node == StreamSource(
+        SRC, ("orders",), "JSON", "AVRO", "BIGINT", "id BIGINT, amount DOUBLE", SqlExpr("value.ts")
+    )
+    assert not stream.repartition_required
+
+
+def test_stream_of_several_topics_with_defaults(builder):
+    assert builder.stream(["a", "b"]).node == StreamSource(
+        SRC, ("a", "b"), "KAFKA", "JSON", None, None, None
+    )
+
+
+def test_stream_with_callable_timestamp_extractor_and_name(builder):
+    extract = lambda key, value: value["ts"]  # noqa: E731
+    stream = builder.stream("orders", timestamp_extractor=extract, name="orders-source")
+    assert stream.node.timestamp_extractor == ref(
+        "orders-source.timestamp_extractor", 2, "<lambda>(key, value)"
+    )
+    assert builder.build().functions == {"orders-source.timestamp_extractor": extract}
+
+
+def test_stream_schema_from_struct_type(builder):
+    schema = fake_struct_type()
+    assert builder.stream("orders", value_schema=schema).node.value_schema == (
+        "id BIGINT, tags ARRAY<STRING>, attrs MAP<STRING, INT>, address STRUCT<city STRING>, raw BYTES"
+    )
+
+
+def test_table(builder):
+    table = builder.table("users", value_schema="name STRING")
+    assert isinstance(table, KTable)
+    assert table.node == TableSource(
+        "KTABLE-SOURCE-0000000002",
+        "KSTREAM-SOURCE-0000000001",
+        "users",
+        "users-STATE-STORE-0000000000",
+        False,
+        "KAFKA",
+        "JSON",
+        None,
+        "name STRING",
+        None,
+    )
+    assert table.queryable_store_name is None
+    assert builder.build().stores == ()  # not materialized unless needed, as in Kafka
+
+
+def test_table_materialized_and_named(builder):
+    table = builder.table("users", materialized_as="users-store", name="users")
+    assert table.node == TableSource("users", "users-source", "users", "users-store", True)
+    assert table.queryable_store_name == "users-store"
+    assert builder.build().stores == (Store("users-store", "table", "users", True),)
+
+
+def test_global_table(builder):
+    table = builder.global_table("countries")
+    assert isinstance(table, GlobalKTable)
+    assert table.node == GlobalTableSource(
+        "KTABLE-SOURCE-0000000002",
+        "KSTREAM-SOURCE-0000000001",
+        "countries",
+        "countries-STATE-STORE-0000000000",
+    )
+    assert table.queryable_store_name is None
+    assert builder.build().stores == (
+        Store("countries-STATE-STORE-0000000000", "global", "KTABLE-SOURCE-0000000002", False),
+    )
+
+
+# --- KStream ------------------------------------------------------------------------------
+
+
+def test_filter_sql(orders):
+    assert orders.filter("amount > 10").node == Filter(
+        "KSTREAM-FILTER-0000000001", SRC, SqlExpr("amount > 10"), False
+    )
+
+
+def test_filter_callable_named(builder, orders):
+    predicate = lambda k, v: v > 1  # noqa: E731
+    stream = orders.filter(predicate, name="positive")
+    assert stream.node == Filter(
+        "positive", SRC, ref("positive.predicate", 2, "<lambda>(k, v)"), False
+    )
+    assert builder.build().resolve(stream.node.predicate) is predicate
+
+
+def test_filter_column(builder, orders):
+    column = FakeColumn("(amount > 10)")
+    stream = orders.filter(column)
+    assert stream.node.predicate == ref(
+        "KSTREAM-FILTER-0000000001.predicate", None, "Column<'(amount > 10)'>", kind="column"
+    )
+    assert builder.build().functions["KSTREAM-FILTER-0000000001.predicate"] is column
+
+
+def test_filter_not(orders):
+    assert orders.filter_not("amount > 10").node == Filter(
+        "KSTREAM-FILTER-0000000001", SRC, SqlExpr("amount > 10"), True
+    )
+
+
+def test_map_values_by_arity(orders):
+    assert orders.map_values(lambda v: v).node == MapValues(
+        "KSTREAM-MAPVALUES-0000000001",
+        SRC,
+        ref("KSTREAM-MAPVALUES-0000000001.mapper", 1, "<lambda>(v)"),
+    )
+    assert orders.map_values(lambda k, v: v).node.mapper.arity == 2
+    assert orders.map_values("amount * 2").node.mapper == SqlExpr("amount * 2")
+
+
+def test_map_with_callable(orders):
+    stream = orders.map(lambda k, v: (v, k))
+    assert stream.node == Map(
+        "KSTREAM-MAP-0000000001", SRC, ref("KSTREAM-MAP-0000000001.mapper", 2, "<lambda>(k, v)")
+    )
+    assert stream.repartition_required
+
+
+def test_map_with_expression_pair(builder, orders):
+    column = FakeColumn("amount")
+    stream = orders.map(("customer", column))
+    assert stream.node == Map(
+        "KSTREAM-MAP-0000000001",
+        SRC,
+        KeyValueExpr(
+            SqlExpr("customer"),
+            ref("KSTREAM-MAP-0000000001.mapper.value", None, "Column<'amount'>", kind="column"),
+        ),
+    )
+    assert builder.build().functions == {"KSTREAM-MAP-0000000001.mapper.value": column}
+
+
+def test_flat_map(orders):
+    stream = orders.flat_map(lambda k, v: [(k, v)])
+    assert stream.node == FlatMap(
+        "KSTREAM-FLATMAP-0000000001",
+        SRC,
+        ref("KSTREAM-FLATMAP-0000000001.mapper", 2, "<lambda>(k, v)"),
+    )
+    assert stream.repartition_required
+
+
+def test_flat_map_values(orders):
+    stream = orders.flat_map_values("split(value, ',')")
+    assert stream.node == FlatMapValues(
+        "KSTREAM-FLATMAPVALUES-0000000001", SRC, SqlExpr("split(value, ',')")
+    )
+    assert not stream.repartition_required
+
+
+def test_select_key(orders):
+    stream = orders.select_key("customer")
+    assert stream.node == SelectKey("KSTREAM-KEY-SELECT-0000000001", SRC, SqlExpr("customer"))
+    assert stream.repartition_required
+
+
+def test_peek(orders):
+    action = print
+    stream = orders.peek(lambda k, v: action(k, v))
+    assert stream.node == Peek(
+        "KSTREAM-PEEK-0000000001", SRC, ref("KSTREAM-PEEK-0000000001.action", 2, "<lambda>(k, v)")
+    )
+
+
+def test_merge(builder, orders):
+    other = builder.stream("returns")
+    merged = orders.merge(other, name="all")
+    assert merged.node == Merge("all", (SRC, "KSTREAM-SOURCE-0000000001"))
+
+
+def test_split_branch_default(orders):
+    branched = orders.split()
+    assert isinstance(branched, BranchedKStream)
+    branches = (
+        branched.branch("amount > 100").branch(lambda k, v: v < 0, name="-neg").default_branch()
+    )
+    split = "KSTREAM-BRANCH-0000000001"
+    big = SqlExpr("amount > 100")
+    negative = ref(f"{split}-neg.predicate", 2, "<lambda>(k, v)")
+    assert {name: stream.node for name, stream in branches.items()} == {
+        f"{split}1": Branch(f"{split}1", split, big, ()),
+        f"{split}-neg": Branch(f"{split}-neg", split, negative, (big,)),
+        f"{split}0": Branch(f"{split}0", split, None, (big, negative)),
+    }
+    assert orders.plan.node(split) == Split(split, SRC)
+
+
+def test_split_without_default_branch(builder, orders):
+    branches = orders.split(name="s-").branch("a", name="a").no_default_branch()
+    assert list(branches) == ["s-a"]
+    assert [n.name for n in builder.build().nodes] == [SRC, "s-", "s-a"]
+
+
+def test_explicit_repartition(orders):
+    stream = orders.select_key("k").repartition(name="rekeyed", partitions=6)
+    assert stream.node == Repartition(
+        "rekeyed-repartition-source",
+        "KSTREAM-KEY-SELECT-0000000001",
+        "rekeyed-repartition",
+        "rekeyed-repartition-sink",
+        "rekeyed-repartition-filter",
+        6,
+        True,
+    )
+    assert not stream.repartition_required
+
+
+def test_explicit_repartition_generated_names(orders):
+    assert orders.repartition().node == Repartition(
+        "KSTREAM-SOURCE-0000000004",
+        SRC,
+        "KSTREAM-REPARTITION-0000000001-repartition",
+        "KSTREAM-SINK-0000000002",
+        "KSTREAM-FILTER-0000000003",
+        None,
+        True,
+    )
+
+
+def test_to_table(builder, orders):
+    table = orders.to_table()
+    assert isinstance(table, KTable)
+    assert table.node == ToTable(
+        "KSTREAM-TOTABLE-0000000001", SRC, "KSTREAM-TOTABLE-STATE-STORE-0000000002", False
+    )
+    assert builder.build().stores == ()
+
+
+def test_to(builder, orders):
+    assert orders.to("out", key_format="kafka", value_format="json", value_schema="a INT") is None
+    assert builder.build().sinks == (
+        ToTopic("KSTREAM-SINK-0000000001", SRC, "out", "KAFKA", "JSON", None, "a INT"),
+    )
+
+
+def test_group_by_key_adds_no_node(builder, orders):
+    grouped = orders.group_by_key()
+    assert isinstance(grouped, KGroupedStream)
+    assert not grouped.repartition_required
+    assert [n.name for n in builder.build().nodes] == [SRC]
+
+
+def test_group_by_adds_a_key_select(builder, orders):
+    grouped = orders.group_by("customer", name="by-customer")
+    assert grouped.repartition_required
+    assert builder.build().nodes[-1] == SelectKey("by-customer", SRC, SqlExpr("customer"))
+
+
+# --- KGroupedStream -------------------------------------------------------------------------
+
+
+def test_stream_count(builder, orders):
+    table = orders.group_by_key().count()
+    assert table.node == Count(
+        "KSTREAM-AGGREGATE-0000000002",
+        SRC,
+        "stream",
+        "KSTREAM-AGGREGATE-STATE-STORE-0000000001",
+        False,
+    )
+    assert builder.build().stores == (
+        Store(
+            "KSTREAM-AGGREGATE-STATE-STORE-0000000001",
+            "aggregate",
+            "KSTREAM-AGGREGATE-0000000002",
+            False,
+        ),
+    )
+
+
+def test_stream_reduce(orders):
+    table = orders.group_by_key().reduce(
+        lambda agg, v: agg + v, name="total", materialized_as="totals"
+    )
+    assert table.node == Reduce(
+        "total", SRC, "stream", "totals", True, ref("total.adder", 2, "<lambda>(agg, v)")
+    )
+    assert table.queryable_store_name == "totals"
+
+
+def test_stream_aggregate(orders):
+    table = orders.group_by_key().aggregate("0", "aggregate + amount")
+    assert table.node == Aggregate(
+        "KSTREAM-AGGREGATE-0000000002",
+        SRC,
+        "stream",
+        "KSTREAM-AGGREGATE-STATE-STORE-0000000001",
+        False,
+        SqlExpr("0"),
+        SqlExpr("aggregate + amount"),
+    )
+
+
+def test_stream_aggregate_with_source_key(orders):
+    def add(key, value, aggregate, source_key):
+        return aggregate
+
+    node = orders.group_by_key().aggregate(lambda: 0, add).node
+    assert node.adder == ref(
+        "KSTREAM-AGGREGATE-0000000002.adder", 4, "add(key, value, aggregate, source_key)"
+    )
+    assert node.initializer.arity == 0
+
+
+@pytest.mark.parametrize(
+    "function, node_class", [("sum", Sum), ("avg", Avg), ("min", Min), ("max", Max)]
+)
+def test_stream_builtins(orders, function, node_class):
+    table = getattr(orders.group_by_key(), function)("amount")
+    assert table.node == node_class(
+        "KSTREAM-AGGREGATE-0000000002",
+        SRC,
+        "stream",
+        "KSTREAM-AGGREGATE-STATE-STORE-0000000001",
+        False,
+        SqlExpr("amount"),
+    )
+
+
+def test_stream_aggregation_after_group_by_reads_a_repartition(builder, orders):
+    table = orders.group_by("customer").count()
+    assert table.node.parent == "KSTREAM-SOURCE-0000000006"
+    assert builder.build().repartitions == (
+        Repartition(
+            "KSTREAM-SOURCE-0000000006",
+            "KSTREAM-KEY-SELECT-0000000001",
+            "KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition",
+            "KSTREAM-SINK-0000000004",
+            "KSTREAM-FILTER-0000000005",
+        ),
+    )
+
+
+# --- KTable -------------------------------------------------------------------------------
+
+TSRC = "KTABLE-SOURCE-0000000002"
+
+
+def test_table_filter(users):
+    assert users.filter("age >= 18").node == TableFilter(
+        "KTABLE-FILTER-0000000003", TSRC, SqlExpr("age >= 18")
+    )
+
+
+def test_table_filter_not_materialized(builder, users):
+    table = users.filter_not(
+        lambda k, v: v is None, materialized_as="present", name="present-users"
+    )
+    assert table.node == TableFilter(
+        "present-users", TSRC, ref("present-users.predicate", 2, "<lambda>(k, v)"), True, "present"
+    )
+    assert table.queryable_store_name == "present"
+    assert builder.build().stores == (Store("present", "table", "present-users", True),)
+
+
+def test_table_map_values(users):
+    assert users.map_values(lambda v: v).node == TableMapValues(
+        "KTABLE-MAPVALUES-0000000003",
+        TSRC,
+        ref("KTABLE-MAPVALUES-0000000003.mapper", 1, "<lambda>(v)"),
+    )
+
+
+def test_table_to_stream(users):
+    stream = users.to_stream()
+    assert stream.node == ToStream("KTABLE-TOSTREAM-0000000003", TSRC)
+    assert not stream.repartition_required
+
+
+def test_table_to(builder, users):
+    users.to("users-out", value_format="avro", name="users-sink")
+    assert builder.build().nodes[-2:] == (
+        ToStream("KTABLE-TOSTREAM-0000000003", TSRC),
+        ToTopic("users-sink", "KTABLE-TOSTREAM-0000000003", "users-out", None, "AVRO"),
+    )
+
+
+def test_table_group_by(builder, users):
+    grouped = users.group_by(("region", "value"))
+    assert isinstance(grouped, KGroupedTable)
+    assert builder.build().nodes[-1] == TableGroupBy(
+        "KTABLE-SELECT-0000000003", TSRC, KeyValueExpr(SqlExpr("region"), SqlExpr("value"))
+    )
+
+
+# --- KGroupedTable --------------------------------------------------------------------------
+
+
+def test_table_count(builder, users):
+    table = users.group_by(lambda k, v: (v, k)).count()
+    topology = builder.build()
+    assert topology.nodes[-2:] == (
+        Repartition(
+            "KSTREAM-SOURCE-0000000006",
+            "KTABLE-SELECT-0000000003",
+            "KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition",
+            "KSTREAM-SINK-0000000005",
+            None,
+        ),
+        Count(
+            "KTABLE-AGGREGATE-0000000007",
+            "KSTREAM-SOURCE-0000000006",
+            "table",
+            "KTABLE-AGGREGATE-STATE-STORE-0000000004",
+            False,
+        ),
+    )
+    assert table.node == topology.nodes[-1]
+    assert topology.stores == (
+        Store("users-STATE-STORE-0000000000", "table", TSRC, False),
+        Store(
+            "KTABLE-AGGREGATE-STATE-STORE-0000000004",
+            "aggregate",
+            "KTABLE-AGGREGATE-0000000007",
+            False,
+        ),
+    )
+
+
+def test_table_reduce(users):
+    node = users.group_by(lambda k, v: (v, k)).reduce(lambda a, v: a + v, lambda a, v: a - v).node
+    assert node == Reduce(
+        "KTABLE-REDUCE-0000000007",
+        "KSTREAM-SOURCE-0000000006",
+        "table",
+        "KTABLE-AGGREGATE-STATE-STORE-0000000004",
+        False,
+        ref("KTABLE-REDUCE-0000000007.adder", 2, "<lambda>(a, v)"),
+        ref("KTABLE-REDUCE-0000000007.subtractor", 2, "<lambda>(a, v)"),
+    )
+
+
+def test_table_aggregate(users):
+    node = (
+        users.group_by(lambda k, v: (v, k), name="by-value")
+        .aggregate(
+            lambda: 0,
+            lambda k, v, agg: agg + 1,
+            lambda k, v, agg, source: agg - 1,
+            name="n",
+            materialized_as="counts",
+        )
+        .node
+    )
+    assert node == Aggregate(
+        "n",
+        "n-source",
+        "table",
+        "counts",
+        True,
+        ref("n.initializer", 0, "<lambda>()"),
+        ref("n.adder", 3, "<lambda>(k, v, agg)"),
+        ref("n.subtractor", 4, "<lambda>(k, v, agg, source)"),
+    )
+
+
+@pytest.mark.parametrize(
+    "function, node_class", [("sum", Sum), ("avg", Avg), ("min", Min), ("max", Max)]
+)
+def test_table_builtins(users, function, node_class):
+    column = FakeColumn("amount")
+    node = getattr(users.group_by(("customer", "value")), function)(column).node
+    assert node == node_class(
+        "KTABLE-AGGREGATE-0000000007",
+        "KSTREAM-SOURCE-0000000006",
+        "table",
+        "KTABLE-AGGREGATE-STATE-STORE-0000000004",
+        False,
+        ref("KTABLE-AGGREGATE-0000000007.column", None, "Column<'amount'>", kind="column"),
+    )
+
+
+def test_reprs(builder, orders, users):
+    assert repr(orders) == "<KStream KSTREAM-SOURCE-0000000000>"
+    assert repr(users) == "<KTable KTABLE-SOURCE-0000000003>"
+    assert (
+        repr(orders.select_key("k"))
+        == "<KStream KSTREAM-KEY-SELECT-0000000004 (repartition required)>"
+    )
+    assert repr(orders.group_by_key()) == "<KGroupedStream KSTREAM-SOURCE-0000000000>"
+    assert repr(users.group_by(("a", "b"))) == "<KGroupedTable KTABLE-SELECT-0000000005>"

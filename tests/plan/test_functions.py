@@ -1,0 +1,335 @@
+"""Arguments the DSL rejects, with the exact messages users see."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from tablestream.dsl import StreamsBuilder
+from tablestream.dsl.functions import VALUE_MAPPER, is_spark_column, prepare
+from tablestream.plan import (
+    ArityError,
+    InvalidArgumentError,
+    InvalidExpressionError,
+    InvalidNameError,
+    InvalidTypeError,
+    TopologyError,
+)
+from tablestream.plan.errors import PlanError
+
+from .fakes import FakeColumn
+
+
+@pytest.fixture
+def builder() -> StreamsBuilder:
+    return StreamsBuilder()
+
+
+@pytest.fixture
+def stream(builder):
+    return builder.stream("orders")
+
+
+def message(error_type, call) -> str:
+    with pytest.raises(error_type) as error:
+        call()
+    return str(error.value)
+
+
+# --- arity of callables ------------------------------------------------------------------
+
+
+def test_predicate_with_one_parameter(stream):
+    assert message(ArityError, lambda: stream.filter(lambda value: True)) == (
+        "KStream.filter(): predicate <lambda>(value) takes 1 parameter; it must take (key, value) -> bool"
+    )
+
+
+def test_value_mapper_with_three_parameters(stream):
+    assert message(ArityError, lambda: stream.map_values(lambda a, b, c: a)) == (
+        "KStream.map_values(): value mapper <lambda>(a, b, c) takes 3 parameters; "
+        "it must take (value) or (key, value) -> new value"
+    )
+
+
+def test_key_value_mapper_arity(builder):
+    table = builder.table("users")
+    assert message(ArityError, lambda: table.group_by(lambda value: (value, value))) == (
+        "KTable.group_by(): key-value mapper <lambda>(value) takes 1 parameter; "
+        "it must take (key, value) -> (new key, new value)"
+    )
+
+
+def test_initializer_takes_no_parameter(stream):
+    assert message(
+        ArityError, lambda: stream.group_by_key().aggregate(lambda x: 0, lambda k, v, a: a)
+    ) == (
+        "KGroupedStream.aggregate(): initializer <lambda>(x) takes 1 parameter; "
+        "it must take () -> initial aggregate"
+    )
+
+
+@pytest.mark.parametrize("adder", [lambda k, v: 0, lambda k, v, a, s, extra: 0])
+def test_adder_takes_three_or_four(builder, adder):
+    grouped = builder.table("users").group_by(lambda k, v: (k, v))
+    count = adder.__code__.co_argcount
+    names = ", ".join(adder.__code__.co_varnames[:count])
+    assert message(ArityError, lambda: grouped.aggregate(lambda: 0, adder, lambda k, v, a: a)) == (
+        f"KGroupedTable.aggregate(): adder <lambda>({names}) takes {count} parameters; "
+        "it must take (key, value, aggregate[, source_key]) -> new aggregate"
+    )
+
+
+def test_table_reduce_subtractor(builder):
+    grouped = builder.table("users").group_by(lambda k, v: (k, v))
+    assert message(ArityError, lambda: grouped.reduce(lambda a, v: a, lambda k, v, a: a)) == (
+        "KGroupedTable.reduce(): subtractor <lambda>(k, v, a) takes 3 parameters; "
+        "it must take (aggregate, old value) -> new aggregate"
+    )
+
+
+def test_required_keyword_only_parameter(stream):
+    assert message(ArityError, lambda: stream.peek(lambda k, v, *, sink: None)) == (
+        "KStream.peek(): action <lambda>(k, v, *, sink) has a required keyword-only parameter 'sink'; "
+        "it must take (key, value) -> None"
+    )
+
+
+def test_too_many_required_parameters_with_varargs(stream):
+    assert message(ArityError, lambda: stream.filter(lambda a, b, c, *rest: True)) == (
+        "KStream.filter(): predicate <lambda>(a, b, c, *rest) takes at least 3 parameters; "
+        "it must take (key, value) -> bool"
+    )
+
+
+def test_optional_parameters_count_as_given(stream):
+    def mapper(value, key=None, extra=None):
+        return value
+
+    assert message(ArityError, lambda: stream.filter(lambda k, v, w, x=4: True)) == (
+        "KStream.filter(): predicate <lambda>(k, v, w, x) takes 3 to 4 parameters; "
+        "it must take (key, value) -> bool"
+    )
+    assert stream.filter(lambda k=1, v=2, w=3: True).node.predicate.arity == 2
+    # Called with as many arguments as it declares, up to the most the interface allows.
+    assert stream.map_values(mapper).node.mapper.arity == 2
+    assert stream.map_values(lambda *args: args).node.mapper.arity == 2
+    assert stream.group_by_key().aggregate(lambda *a: 0, lambda *a: 0).node.adder.arity == 4
+
+
+def test_callable_objects_and_partials(stream):
+    class Positive:
+        def __call__(self, key, value):
+            return value > 0
+
+    def between(low, key, value):
+        return value > low
+
+    assert stream.filter(Positive()).node.predicate.description == "Positive(key, value)"
+    assert (
+        stream.filter(functools.partial(between, 0)).node.predicate.description
+        == "partial(key, value)"
+    )
+
+
+def test_callable_without_readable_signature(stream):
+    class Opaque:
+        __signature__ = "not a signature"
+
+        def __call__(self, *args):
+            return True
+
+    assert message(ArityError, lambda: stream.filter(Opaque())) == (
+        "KStream.filter(): cannot read the parameters of predicate Opaque; "
+        "pass a lambda or def taking (key, value) -> bool"
+    )
+
+
+# --- types ---------------------------------------------------------------------------------
+
+
+def test_none_is_rejected(stream):
+    assert (
+        message(InvalidTypeError, lambda: stream.filter(None))
+        == "KStream.filter(): predicate can't be None"
+    )
+
+
+def test_wrong_type(stream):
+    assert message(InvalidTypeError, lambda: stream.filter(42)) == (
+        "KStream.filter(): predicate must be a SQL expression (str), a Spark Column or a callable "
+        "(key, value) -> bool; got int"
+    )
+
+
+def test_action_must_be_callable(stream):
+    assert message(InvalidTypeError, lambda: stream.peek("print(value)")) == (
+        "KStream.peek(): action must be a callable (key, value) -> None; got a str"
+    )
+    assert message(InvalidTypeError, lambda: stream.peek(FakeColumn("x"))) == (
+        "KStream.peek(): action must be a callable (key, value) -> None; got a Spark Column"
+    )
+
+
+def test_builtin_aggregate_column_is_sql_or_column(stream):
+    assert message(InvalidTypeError, lambda: stream.group_by_key().sum(lambda v: v)) == (
+        "KGroupedStream.sum(): column must be a SQL expression (str) or a Spark Column; got function"
+    )
+
+
+def test_key_value_mapper_shapes(stream):
+    assert message(InvalidTypeError, lambda: stream.map("key")) == (
+        "KStream.map(): key-value mapper must be a callable (key, value) -> (new key, new value) "
+        "or a pair (key expression, value expression); got str"
+    )
+    assert message(InvalidTypeError, lambda: stream.map(("key", lambda v: v))) == (
+        "KStream.map(): value expression must be a SQL expression (str) or a Spark Column; got function"
+    )
+
+
+def test_errors_are_also_builtin_exception_types(stream):
+    with pytest.raises(TypeError):
+        stream.filter(lambda v: v)
+    with pytest.raises(ValueError):
+        stream.filter("amount >")
+    with pytest.raises(PlanError):
+        stream.filter(42)
+
+
+def test_spark_column_detection_needs_no_pyspark():
+    assert is_spark_column(FakeColumn("a"))
+    assert not is_spark_column("a")
+    assert not is_spark_column(type("Column", (), {})())  # a Column from another library
+
+
+def test_prepare_is_usable_directly():
+    assert prepare("x + 1", VALUE_MAPPER, "m()").sql.sql == "x + 1"
+
+
+# --- SQL text -------------------------------------------------------------------------------
+
+
+def test_unparsable_sql(stream):
+    assert message(InvalidExpressionError, lambda: stream.filter("amount >")) == (
+        "KStream.filter(): predicate: Invalid SQL expression 'amount >': "
+        "Required keyword: 'expression' missing for GT (line 1, column 8)"
+    )
+
+
+def test_sql_statement_is_not_an_expression(stream):
+    assert message(
+        InvalidExpressionError, lambda: stream.map_values("SELECT amount FROM orders")
+    ) == (
+        "KStream.map_values(): value mapper: Invalid SQL expression 'SELECT amount FROM orders': "
+        "a query or statement is not an expression"
+    )
+
+
+def test_sql_pair_element(stream):
+    assert message(InvalidExpressionError, lambda: stream.map(("customer", "amount *"))) == (
+        "KStream.map(): value expression: Invalid SQL expression 'amount *': "
+        "Required keyword: 'expression' missing for Mul (line 1, column 8)"
+    )
+
+
+# --- names, topics, formats, other arguments -------------------------------------------------
+
+
+def test_illegal_name(stream):
+    assert message(InvalidNameError, lambda: stream.filter("true", name="big orders")) == (
+        "KStream.filter(): Name 'big orders' is illegal: it may contain only ASCII letters, digits, '.', '_' and '-'"
+    )
+
+
+def test_empty_store_name(builder):
+    assert message(
+        InvalidNameError, lambda: builder.table("users").filter("true", materialized_as="")
+    ) == ("KTable.filter(): Store name is illegal: it is empty")
+
+
+def test_topics(builder):
+    assert message(InvalidArgumentError, lambda: builder.stream([])) == (
+        "StreamsBuilder.stream(): topics must not be empty"
+    )
+    assert message(InvalidArgumentError, lambda: builder.stream(["a", "a"])) == (
+        "StreamsBuilder.stream(): topics must not repeat, got ['a', 'a']"
+    )
+    assert message(InvalidTypeError, lambda: builder.stream(5)) == (
+        "StreamsBuilder.stream(): topics must be a topic name or a list of them, got int"
+    )
+    assert message(InvalidNameError, lambda: builder.table("bad topic")) == (
+        "StreamsBuilder.table(): Topic name 'bad topic' is illegal: "
+        "it may contain only ASCII letters, digits, '.', '_' and '-'"
+    )
+    assert (
+        message(InvalidTypeError, lambda: builder.stream("a").to(None))
+        == "KStream.to(): topic can't be None"
+    )
+
+
+def test_formats_and_schemas(builder):
+    assert message(InvalidArgumentError, lambda: builder.stream("t", value_format="xml")) == (
+        "StreamsBuilder.stream(): unknown value format 'xml'; ksqlDB formats are "
+        "AVRO, DELIMITED, JSON, JSON_SR, KAFKA, NONE, PROTOBUF, PROTOBUF_NOSR"
+    )
+    assert message(InvalidArgumentError, lambda: builder.stream("t").to("u", key_format="csv")) == (
+        "KStream.to(): unknown key format 'csv'; ksqlDB formats are "
+        "AVRO, DELIMITED, JSON, JSON_SR, KAFKA, NONE, PROTOBUF, PROTOBUF_NOSR"
+    )
+    assert message(InvalidTypeError, lambda: builder.stream("t", value_schema=5)) == (
+        "StreamsBuilder.stream(): value schema must be a ksqlDB column list (str) or a pyspark StructType, got int"
+    )
+    assert message(InvalidArgumentError, lambda: builder.stream("t", key_schema=" ")) == (
+        "StreamsBuilder.stream(): key schema is empty"
+    )
+
+
+def test_partitions(stream):
+    assert message(InvalidArgumentError, lambda: stream.repartition(partitions=0)) == (
+        "KStream.repartition(): partitions must be at least 1, got 0"
+    )
+    assert message(InvalidTypeError, lambda: stream.repartition(partitions=True)) == (
+        "KStream.repartition(): partitions must be an int, got bool"
+    )
+
+
+def test_merge_arguments(stream):
+    other = StreamsBuilder().stream("other")
+    assert message(InvalidArgumentError, lambda: stream.merge(other)) == (
+        "KStream.merge(): stream belongs to another StreamsBuilder"
+    )
+    assert message(InvalidTypeError, lambda: stream.merge("other")) == (
+        "KStream.merge(): stream must be a KStream, got str"
+    )
+
+
+def test_closed_split(stream):
+    branched = stream.split()
+    branched.default_branch()
+    assert message(InvalidArgumentError, lambda: branched.branch("true")) == (
+        "BranchedKStream.branch(): the split KSTREAM-BRANCH-0000000001 is already closed "
+        "by default_branch() or no_default_branch()"
+    )
+
+
+def test_duplicate_processor_name(stream):
+    stream.filter("true", name="f")
+    assert message(TopologyError, lambda: stream.map_values("value", name="f")) == (
+        "Invalid topology: Processor f is already added."
+    )
+
+
+def test_duplicate_store_name(stream):
+    stream.group_by_key().count(materialized_as="counts")
+    assert message(
+        TopologyError, lambda: stream.group_by_key().count(materialized_as="counts")
+    ) == ("Invalid topology: StateStore counts is already added.")
+
+
+def test_rejected_call_spends_no_name(builder, stream):
+    with pytest.raises(ArityError):
+        stream.filter(lambda v: v)
+    with pytest.raises(InvalidArgumentError):
+        stream.to("out", value_format="xml")
+    assert stream.filter("true").name == "KSTREAM-FILTER-0000000001"
