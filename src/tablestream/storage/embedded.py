@@ -291,15 +291,17 @@ class EmbeddedStore:
             elif timeout is not None:
                 return
 
-    def read_stream(self, spark, topics: Sequence[str]):
+    def read_stream(self, spark, topics: Sequence[str], *, options: dict[str, str] | None = None):
         """A Spark streaming DataFrame over topics, with the columns ``key, value, topic,
         partition, offset, timestamp, headers`` (timestamp in epoch ms), as
         :meth:`tablestream.storage.kafka.KafkaStore.read_stream` gives for Kafka.
 
-        Compaction commits are skipped (a reader already holds the records they keep)."""
+        Compaction commits are skipped (a reader already holds the records they keep).
+        ``options`` go to Delta's streaming source (e.g. ``maxFilesPerTrigger``)."""
         frames = [
             spark.readStream.format("delta")
             .option("skipChangeCommits", "true")
+            .options(**(options or {}))
             .load(str(self.log_path(topic)))
             for topic in topics
         ]

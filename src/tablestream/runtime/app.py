@@ -1,0 +1,254 @@
+"""Running a topology as an application: one Structured Streaming query over its
+source topics, each micro-batch applied by the compiled rules, outputs committed once.
+
+Layout under ``<home>/apps/<application id>/``::
+
+    app.json        the state partition count, fixed at the first start
+    checkpoint/     Spark's streaming checkpoint (source offsets per batch id)
+    state/          live RocksDB stores, one per (store, state partition)
+    changelog/      the stores' changelog files and snapshots (restore)
+    tables/<store>  each materialized table's changelog, a Delta table users read
+
+Exactly once: a batch id always covers the same input (Spark's offset log); stores
+read a replayed batch as they were before it; every write of a batch — records to
+output topics, table changelogs, the processing log — is a Delta commit that carries
+the application's transaction version (the batch id), so a replayed batch skips what
+was already committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+from .. import config as ts_config
+from ..errors import TablestreamError
+from ..plan.topology import Topology
+from ..storage.embedded import EmbeddedStore
+from ..storage.processing_log import processing_log_topic, processing_log_value_column
+from ..storage.topic import TopicConfig
+from .compiler import BatchOutput, BatchRunner
+from .output import collect_outputs
+from .state import StoreLayout
+
+
+class ApplicationError(TablestreamError):
+    """An application that cannot start or run as configured."""
+
+
+@dataclass(frozen=True)
+class AppPaths:
+    root: Path
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / "checkpoint"
+
+    @property
+    def layout(self) -> StoreLayout:
+        return StoreLayout(self.root / "state", self.root / "changelog")
+
+    def table(self, store: str) -> Path:
+        return self.root / "tables" / store
+
+
+class Application:
+    """A topology running on Spark against a topic store.
+
+    >>> app = Application(builder.build(), "revenue")            # doctest: +SKIP
+    >>> app.run_until_caught_up()                                 # doctest: +SKIP
+    >>> app.table("revenue-per-customer").show()                  # doctest: +SKIP
+
+    ``partitions``: state partitions per store, fixed at the first start (default: the
+    largest partition count of the source topics, one task per input partition as in
+    Kafka Streams). ``max_records_per_batch``: an upper bound on records per
+    micro-batch (embedded topics: records per Delta file are the unit).
+    """
+
+    def __init__(
+        self,
+        topology: Topology,
+        application_id: str,
+        *,
+        store: EmbeddedStore | None = None,
+        home: str | os.PathLike[str] | None = None,
+        spark=None,
+        partitions: int | None = None,
+        snapshot_every: int = 10,
+        max_files_per_batch: int | None = None,
+    ):
+        from ..spark import get_spark
+
+        self.topology = topology
+        self.application_id = application_id
+        self.store = store or EmbeddedStore(home)
+        self.spark = spark or get_spark()
+        self.paths = AppPaths(ts_config.home(home if store is None else self.store.home) / "apps" / application_id)
+        self.partitions = self._fixed_partitions(partitions)
+        layout = self.paths.layout
+        self.layout = StoreLayout(layout.local_dir, layout.durable_dir, snapshot_every=snapshot_every)
+        self.runner = BatchRunner(topology, self.layout, self.partitions)
+        self.max_files_per_batch = max_files_per_batch
+        self._query = None
+        self._txn_app = f"tablestream:{application_id}"
+        self._ensure_topics()
+
+    # ---------------------------------------------------------------- setup
+    def _fixed_partitions(self, requested: int | None) -> int:
+        meta = self.paths.root / "app.json"
+        if meta.exists():
+            recorded = json.loads(meta.read_text())["partitions"]
+            if requested is not None and requested != recorded:
+                raise ApplicationError(
+                    f"Application '{self.application_id}' was started with {recorded} state partitions; "
+                    f"it cannot change to {requested} (reset the application to change it)"
+                )
+            return recorded
+        chosen = requested
+        if chosen is None:
+            counts = [self.store.topic_config(t).partitions for t in self._source_topics()]
+            chosen = max(counts) if counts else 1
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        tmp = meta.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"partitions": chosen}))
+        tmp.replace(meta)
+        return chosen
+
+    def _source_topics(self) -> list[str]:
+        topics: list[str] = []
+        for node in self.topology.sources:
+            for topic in getattr(node, "topics", None) or (node.topic,):
+                if topic not in topics:
+                    topics.append(topic)
+        return topics
+
+    def _ensure_topics(self) -> None:
+        existing = set(self.store.list_topics())
+        missing = [t for t in self._source_topics() if t not in existing]
+        if missing:
+            raise ApplicationError(f"Source topic{'s' if len(missing) > 1 else ''} missing: {', '.join(missing)}")
+        for sink in self.topology.sinks:
+            if sink.topic not in existing:
+                self.store.create_topic(TopicConfig(sink.topic, partitions=self.partitions))
+                existing.add(sink.topic)
+        log = processing_log_topic(self.application_id)
+        if log not in existing:
+            self.store.create_topic(TopicConfig(log, partitions=1))
+
+    # ---------------------------------------------------------------- running
+    def process_batch(self, records, batch_id: int) -> None:
+        """Apply the topology to one micro-batch and commit its outputs (the
+        ``foreachBatch`` function; also callable directly)."""
+        records = records.persist()
+        out = self.runner.run(records, batch_id)
+        try:
+            self._commit(out, batch_id)
+        finally:
+            out.release()
+            records.unpersist()
+
+    def _commit(self, out: BatchOutput, batch_id: int) -> None:
+        txn = (self._txn_app, batch_id)
+        for topic, table in collect_outputs(out).items():
+            self.store.append(topic, table, txn=txn)
+        for store, frame in out.tables.items():
+            changes = frame.df.orderBy("o_ts", "o_src", "o_part", "o_off", "o_idx").select(
+                "key", "new", "ts"
+            ).toArrow()
+            self._append_table_changes(store, changes, batch_id)
+        if out.errors:
+            from pyspark.sql import functions as F
+
+            entries = pa.concat_tables(
+                [
+                    e.orderBy("topic", "partition", "offset")
+                    .select(F.lit(None).cast("binary").alias("key"), processing_log_value_column(e).alias("value"), "timestamp")
+                    .toArrow()
+                    for e in out.errors
+                ]
+            )
+            if entries.num_rows:
+                self.store.append(processing_log_topic(self.application_id), entries, txn=txn)
+
+    def _append_table_changes(self, store: str, changes: pa.Table, batch_id: int) -> None:
+        path = self.paths.table(store)
+        rows = changes.append_column("batch", pa.array([batch_id] * changes.num_rows, pa.int64())).append_column(
+            "seq", pa.array(range(changes.num_rows), pa.int64())
+        ).rename_columns(["key", "value", "ts", "batch", "seq"])
+        if DeltaTable.is_deltatable(str(path)):
+            done = DeltaTable(str(path)).transaction_version(self._txn_app)
+            if done is not None and done >= batch_id:
+                return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_deltalake(
+            str(path),
+            rows,
+            mode="append",
+            commit_properties=CommitProperties(app_transactions=[Transaction(self._txn_app, batch_id)]),
+        )
+
+    def _stream(self):
+        options = {}
+        if self.max_files_per_batch is not None:
+            options["maxFilesPerTrigger"] = str(self.max_files_per_batch)
+        return self.store.read_stream(self.spark, self._source_topics(), options=options)
+
+    def start(self, *, available_now: bool = False, processing_time: str | None = None):
+        """Start the streaming query (``available_now``: process what is there, then stop)."""
+        stream = self._stream()
+        writer = stream.writeStream.option("checkpointLocation", str(self.paths.checkpoint)).foreachBatch(
+            self.process_batch
+        )
+        if available_now:
+            writer = writer.trigger(availableNow=True)
+        elif processing_time:
+            writer = writer.trigger(processingTime=processing_time)
+        self._query = writer.queryName(f"tablestream-{self.application_id}").start()
+        return self._query
+
+    def run_until_caught_up(self) -> None:
+        """Process every record already in the source topics, then return."""
+        query = self.start(available_now=True)
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise ApplicationError(f"Application '{self.application_id}' failed: {query.exception()}")
+
+    def stop(self) -> None:
+        if self._query is not None:
+            self._query.stop()
+            self._query = None
+
+    # ---------------------------------------------------------------- reading
+    def table(self, store: str):
+        """A materialized table's current contents as a Spark DataFrame (``key, value,
+        ts``): the latest change per key, deleted keys left out."""
+        from pyspark.sql import functions as F
+
+        queryable = {s.name for s in self.topology.stores if s.queryable}
+        if store not in queryable:
+            raise ApplicationError(
+                f"No materialized table '{store}' (materialized tables: {', '.join(sorted(queryable)) or 'none'})"
+            )
+        path = self.paths.table(store)
+        if not DeltaTable.is_deltatable(str(path)):
+            return self.spark.createDataFrame([], "key string, value string, ts bigint")
+        changes = self.spark.read.format("delta").load(str(path))
+        latest = changes.groupBy(F.to_json(F.struct("key")).alias("_k")).agg(
+            F.max_by(F.struct("key", "value", "ts"), F.struct("batch", "seq")).alias("row")
+        )
+        return latest.select("row.*").where(F.col("value").isNotNull())
+
+    def describe(self) -> str:
+        """The topology, and every state store with its state partitions."""
+        lines = [str(self.topology.describe()).rstrip(), "", "State stores:"]
+        for s in self.topology.stores:
+            lines.append(
+                f"  {s.name} ({s.kind}, owner {s.owner}, {self.partitions} partition"
+                f"{'s' if self.partitions != 1 else ''}{', queryable' if s.queryable else ''})"
+            )
+        return "\n".join(lines) + "\n"

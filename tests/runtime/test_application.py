@@ -1,0 +1,68 @@
+"""Applications on the embedded store: a streaming query, outputs committed once."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tablestream.dsl import StreamsBuilder
+from tablestream.runtime.app import Application
+from tablestream.storage.embedded import EmbeddedStore
+from tablestream.storage.topic import Record, TopicConfig
+
+pytestmark = pytest.mark.spark
+
+
+def _orders_app(home, spark):
+    store = EmbeddedStore(home)
+    store.create_topic(TopicConfig("orders", partitions=2))
+    builder = StreamsBuilder()
+    orders = builder.stream("orders", value_schema="customer STRING, amount DOUBLE")
+    orders.filter("amount > 0").to("valid-orders")
+    orders.group_by("customer").sum("amount", materialized_as="revenue")
+    return store, Application(builder.build(), "orders-app", store=store, spark=spark)
+
+
+def test_malformed_value_goes_to_the_processing_log_and_the_next_record_is_processed(tmp_path, spark):
+    store, app = _orders_app(tmp_path / "home", spark)
+    store.produce(
+        "orders",
+        [
+            Record(b"o1", b'{"customer": "ada", "amount": 10.0}', 1_000, partition=0),
+            Record(b"o2", b'{"customer": "ada", "amount": }', 1_001, partition=0),
+            Record(b"o3", b'{"customer": "bob", "amount": 5.5}', 1_002, partition=0),
+        ],
+    )
+    app.run_until_caught_up()
+    log = store.consume("orders-app-processing-log")
+    assert [json.loads(r.value) for r in log] == [
+        {
+            "topic": "orders",
+            "partition": 0,
+            "offset": 1,
+            "timestamp": 1_001,
+            "error": "value: line 1 column 31: Expecting value",
+            "key": "bzI=",
+            "value": "eyJjdXN0b21lciI6ICJhZGEiLCAiYW1vdW50IjogfQ==",
+        }
+    ]
+    assert [(r.key, json.loads(r.value), r.timestamp) for r in store.consume("valid-orders")] == [
+        (b"o1", {"customer": "ada", "amount": 10.0}, 1_000),
+        (b"o3", {"customer": "bob", "amount": 5.5}, 1_002),
+    ]
+    revenue = {row.key: (row.value, row.ts) for row in app.table("revenue").collect()}
+    assert revenue == {"ada": (10.0, 1_000), "bob": (5.5, 1_002)}
+
+
+def test_a_replayed_batch_writes_nothing_twice(tmp_path, spark):
+    store, app = _orders_app(tmp_path / "home", spark)
+    store.produce("orders", [Record(b"o1", b'{"customer": "ada", "amount": 10.0}', 1_000)])
+    batch = store.read_batch(spark, ["orders"])
+    app.process_batch(batch, 0)
+    app.process_batch(batch, 0)  # a retry of the same batch id
+    assert len(store.consume("valid-orders")) == 1
+    assert [(r.key, r.value) for r in app.table("revenue").collect()] == [("ada", 10.0)]
+    (o2,) = store.produce("orders", [Record(b"o2", b'{"customer": "ada", "amount": 2.5}', 1_001)])
+    app.process_batch(store.read_batch(spark, ["orders"]).where(f"partition = {o2.partition} AND offset = {o2.offset}"), 1)
+    assert [(r.key, r.value) for r in app.table("revenue").collect()] == [("ada", 12.5)]
