@@ -492,8 +492,9 @@ class BatchRunner:
         dtype = DoubleType() if floating else LongType()
         return self._numeric_frame(
             node, changed, key_type,
-            F.when(F.col("old_members") > 0, F.when(F.col("old_nonnull") > 0, F.col("old_total"))),
-            F.when(F.col("new_members") > 0, F.when(F.col("new_nonnull") > 0, F.col("new_total"))),
+            # ksqlDB's SUM ignores nulls and starts at 0: a group of null values sums to 0.
+            F.when(F.col("old_members") > 0, F.col("old_total")),
+            F.when(F.col("new_members") > 0, F.col("new_total")),
             dtype,
         )
 
