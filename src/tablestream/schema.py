@@ -1,0 +1,590 @@
+"""ksqlDB-style schemas: column lists and SQL types, without pyspark.
+
+A *schema* is a ksqlDB column list such as::
+
+    id BIGINT, name STRING, tags ARRAY<STRING>, address STRUCT<street STRING, zip INT>,
+    price DECIMAL(10, 2), at TIMESTAMP
+
+and a *type* is a single SQL type such as ``BIGINT`` (what a ``KAFKA`` key declares).
+Both are parsed into frozen values (:class:`Schema`, :class:`Column`, :class:`SqlType`)
+that the plan layer can hold and compare without a JVM, and that convert to a Spark DDL
+string (the Spark side builds its ``StructType`` from it) and to an Avro schema.
+
+Types: ``BOOLEAN``, ``INT`` (alias ``INTEGER``), ``BIGINT``, ``DOUBLE``, ``STRING``
+(alias ``VARCHAR``), ``BYTES``, ``DECIMAL(p, s)``, ``DATE``, ``TIMESTAMP``,
+``ARRAY<T>``, ``MAP<STRING, T>`` and ``STRUCT<name T, ...>``. ``TIME`` is not supported
+(Spark has no time-of-day type that the Avro and JSON readers produce).
+
+Column names keep their case as written. ksqlDB upper-cases unquoted identifiers
+(``id`` becomes ``ID``); we keep ``id`` because Spark resolves column names
+case-insensitively, so a user writes ``id`` or ``ID`` and gets the column either way,
+while the field names written into JSON and Avro are the ones the user declared.
+Because of that, two names that differ only in case are rejected as duplicates.
+Backticks quote a name (```My Col` STRING``) and keep it exactly.
+
+>>> s = parse_schema("id BIGINT, tags ARRAY<STRING>, price DECIMAL(10,2)")
+>>> s.names
+('id', 'tags', 'price')
+>>> s.to_spark_ddl()
+'`id` BIGINT, `tags` ARRAY<STRING>, `price` DECIMAL(10,2)'
+>>> str(s)
+'id BIGINT, tags ARRAY<STRING>, price DECIMAL(10,2)'
+>>> parse_type("BIGINT")
+PrimitiveType(name='BIGINT')
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from .errors import SchemaError
+
+__all__ = [
+    "ArrayType",
+    "BIGINT",
+    "BOOLEAN",
+    "BYTES",
+    "Column",
+    "DATE",
+    "DOUBLE",
+    "DecimalType",
+    "INT",
+    "MapType",
+    "PrimitiveType",
+    "STRING",
+    "Schema",
+    "SqlType",
+    "StructType",
+    "TIMESTAMP",
+    "parse_schema",
+    "parse_schema_or_type",
+    "parse_type",
+    "to_avro_schema",
+]
+
+MAX_DECIMAL_PRECISION = 38  # Spark's limit
+AVRO_NAMESPACE = "io.confluent.ksql.avro_schemas"  # what ksqlDB writes
+AVRO_RECORD_NAME = "KsqlDataSourceSchema"
+
+
+class SqlType:
+    """A ksqlDB SQL type. ``str(t)`` is its ksqlDB text, ``t.spark_ddl()`` its Spark DDL."""
+
+    def spark_ddl(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def is_primitive(self) -> bool:
+        """True for everything but ``ARRAY``, ``MAP`` and ``STRUCT``."""
+        return True
+
+
+@dataclass(frozen=True)
+class PrimitiveType(SqlType):
+    """``BOOLEAN``, ``INT``, ``BIGINT``, ``DOUBLE``, ``STRING``, ``BYTES``, ``DATE``, ``TIMESTAMP``."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+    def spark_ddl(self) -> str:
+        return _SPARK_PRIMITIVES[self.name]
+
+
+@dataclass(frozen=True)
+class DecimalType(SqlType):
+    precision: int
+    scale: int
+
+    def __str__(self) -> str:
+        return f"DECIMAL({self.precision},{self.scale})"
+
+    def spark_ddl(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class ArrayType(SqlType):
+    element: SqlType
+
+    def __str__(self) -> str:
+        return f"ARRAY<{self.element}>"
+
+    def spark_ddl(self) -> str:
+        return f"ARRAY<{self.element.spark_ddl()}>"
+
+    @property
+    def is_primitive(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class MapType(SqlType):
+    """``MAP<STRING, T>``: keys are always strings (as in ksqlDB, JSON objects and Avro maps)."""
+
+    value: SqlType
+
+    def __str__(self) -> str:
+        return f"MAP<STRING, {self.value}>"
+
+    def spark_ddl(self) -> str:
+        return f"MAP<STRING, {self.value.spark_ddl()}>"
+
+    @property
+    def is_primitive(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Column:
+    """A named column (or struct field) of a type."""
+
+    name: str
+    type: SqlType
+
+    def __str__(self) -> str:
+        return f"{_quote_name(self.name)} {self.type}"
+
+    def spark_ddl(self) -> str:
+        return f"{_backtick(self.name)} {self.type.spark_ddl()}"
+
+
+@dataclass(frozen=True)
+class StructType(SqlType):
+    fields: tuple[Column, ...]
+
+    def __str__(self) -> str:
+        return f"STRUCT<{', '.join(str(f) for f in self.fields)}>"
+
+    def spark_ddl(self) -> str:
+        inner = ", ".join(f"{_backtick(f.name)}: {f.type.spark_ddl()}" for f in self.fields)
+        return f"STRUCT<{inner}>"
+
+    @property
+    def is_primitive(self) -> bool:
+        return False
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+
+BOOLEAN = PrimitiveType("BOOLEAN")
+INT = PrimitiveType("INT")
+BIGINT = PrimitiveType("BIGINT")
+DOUBLE = PrimitiveType("DOUBLE")
+STRING = PrimitiveType("STRING")
+BYTES = PrimitiveType("BYTES")
+DATE = PrimitiveType("DATE")
+TIMESTAMP = PrimitiveType("TIMESTAMP")
+
+_SPARK_PRIMITIVES = {
+    "BOOLEAN": "BOOLEAN",
+    "INT": "INT",
+    "BIGINT": "BIGINT",
+    "DOUBLE": "DOUBLE",
+    "STRING": "STRING",
+    "BYTES": "BINARY",
+    "DATE": "DATE",
+    "TIMESTAMP": "TIMESTAMP",
+}
+
+# Names accepted in schema text (upper-cased) -> type.
+_PRIMITIVE_NAMES: dict[str, PrimitiveType] = {
+    "BOOLEAN": BOOLEAN,
+    "INT": INT,
+    "INTEGER": INT,
+    "BIGINT": BIGINT,
+    "DOUBLE": DOUBLE,
+    "STRING": STRING,
+    "VARCHAR": STRING,
+    "BYTES": BYTES,
+    "DATE": DATE,
+    "TIMESTAMP": TIMESTAMP,
+}
+_UNSUPPORTED_NAMES = {
+    "TIME": "TIME is not supported (no Spark time-of-day type)",
+    "FLOAT": "FLOAT is not a ksqlDB type (use DOUBLE)",
+    "REAL": "REAL is not a ksqlDB type (use DOUBLE)",
+    "SMALLINT": "SMALLINT is not a ksqlDB type (use INT)",
+    "TINYINT": "TINYINT is not a ksqlDB type (use INT)",
+    "LONG": "LONG is not a ksqlDB type (use BIGINT)",
+    "BINARY": "BINARY is not a ksqlDB type (use BYTES)",
+}
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A ksqlDB column list: the columns of a key or a value, in order.
+
+    >>> s = Schema.parse("id BIGINT, name STRING")
+    >>> s["name"].type
+    PrimitiveType(name='STRING')
+    >>> len(s), s.names
+    (2, ('id', 'name'))
+    """
+
+    columns: tuple[Column, ...]
+
+    @staticmethod
+    def parse(text: str) -> Schema:
+        return parse_schema(text)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def __iter__(self) -> Iterator[Column]:
+        return iter(self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def __getitem__(self, name: str) -> Column:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        return ", ".join(str(c) for c in self.columns)
+
+    def as_struct(self) -> StructType:
+        return StructType(self.columns)
+
+    def to_spark_ddl(self) -> str:
+        """The Spark DDL of the columns (``StructType.fromDDL`` / ``from_json`` accept it)."""
+        return ", ".join(c.spark_ddl() for c in self.columns)
+
+    def to_avro(
+        self, name: str = AVRO_RECORD_NAME, namespace: str = AVRO_NAMESPACE
+    ) -> dict[str, Any]:
+        """The Avro record schema, as ksqlDB writes it (see :func:`to_avro_schema`)."""
+        return to_avro_schema(self, name=name, namespace=namespace)  # type: ignore[return-value]
+
+
+# --- Avro -------------------------------------------------------------------------
+
+_AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def to_avro_schema(
+    schema: Schema | SqlType,
+    name: str = AVRO_RECORD_NAME,
+    namespace: str = AVRO_NAMESPACE,
+) -> dict[str, Any] | str:
+    """The Avro schema of a column list (a record) or of a single type.
+
+    Like ksqlDB: every field is optional (a ``["null", T]`` union with default null),
+    array items and map values too; ``DECIMAL`` is ``bytes`` with logical type
+    ``decimal``, ``TIMESTAMP`` is ``long`` with ``timestamp-millis``, ``DATE`` is
+    ``int`` with ``date``. Nested records are named ``<parent>_<field>``. The top
+    level is not nullable: a null key or value is a Kafka null (tombstone), not an
+    Avro null.
+
+    >>> to_avro_schema(parse_schema("id BIGINT"), name="R", namespace="ns")
+    {'type': 'record', 'name': 'R', 'namespace': 'ns', 'fields': [{'name': 'id', 'type': ['null', 'long'], 'default': None}]}
+    >>> to_avro_schema(BIGINT)
+    'long'
+    """
+    if isinstance(schema, Schema):
+        record = _avro_record(schema.columns, name)
+        return {"type": "record", "name": name, "namespace": namespace, "fields": record["fields"]}
+    return _avro_type(schema, name)
+
+
+def _avro_record(fields: tuple[Column, ...], name: str) -> dict[str, Any]:
+    out = []
+    for column in fields:
+        if not _AVRO_NAME.match(column.name):
+            raise SchemaError(
+                f"Column name '{column.name}' is not a valid Avro name "
+                "(letters, digits and '_', not starting with a digit)"
+            )
+        out.append(
+            {
+                "name": column.name,
+                "type": ["null", _avro_type(column.type, f"{name}_{column.name}")],
+                "default": None,
+            }
+        )
+    return {"type": "record", "name": name, "fields": out}
+
+
+def _avro_type(t: SqlType, name: str) -> Any:
+    if isinstance(t, PrimitiveType):
+        return {
+            "BOOLEAN": "boolean",
+            "INT": "int",
+            "BIGINT": "long",
+            "DOUBLE": "double",
+            "STRING": "string",
+            "BYTES": "bytes",
+            "DATE": {"type": "int", "logicalType": "date"},
+            "TIMESTAMP": {"type": "long", "logicalType": "timestamp-millis"},
+        }[t.name]
+    if isinstance(t, DecimalType):
+        return {
+            "type": "bytes",
+            "logicalType": "decimal",
+            "precision": t.precision,
+            "scale": t.scale,
+        }
+    if isinstance(t, ArrayType):
+        return {"type": "array", "items": ["null", _avro_type(t.element, name)]}
+    if isinstance(t, MapType):
+        return {"type": "map", "values": ["null", _avro_type(t.value, name)]}
+    if isinstance(t, StructType):
+        return _avro_record(t.fields, name)
+    raise SchemaError(f"No Avro type for {t}")
+
+
+# --- parsing ----------------------------------------------------------------------
+
+_DIALECT = Dialect.get_or_raise("spark")  # backticks quote identifiers, as in ksqlDB
+_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_schema(text: str) -> Schema:
+    """Parse a ksqlDB column list (``"id BIGINT, name STRING"``) into a :class:`Schema`.
+
+    Raises :class:`~tablestream.errors.SchemaError` naming the offending text on an
+    unknown type, a duplicate or missing column name, or an empty list.
+
+    >>> parse_schema("a INT, A STRING")
+    Traceback (most recent call last):
+    ...
+    tablestream.errors.SchemaError: Invalid schema 'a INT, A STRING': duplicate column 'A' (same name as 'a'; names are case-insensitive)
+    """
+    return _Parser(text).columns()
+
+
+def parse_type(text: str) -> SqlType:
+    """Parse one type without a name (``"BIGINT"``, ``"ARRAY<STRING>"``).
+
+    >>> parse_type("MAP<STRING, DECIMAL(4, 1)>")
+    MapType(value=DecimalType(precision=4, scale=1))
+    """
+    return _Parser(text).single_type()
+
+
+def parse_schema_or_type(text: str) -> Schema | SqlType:
+    """A single type when ``text`` is just a type (``"BIGINT"``), else a column list.
+
+    >>> parse_schema_or_type("BIGINT")
+    PrimitiveType(name='BIGINT')
+    >>> parse_schema_or_type("date DATE").names
+    ('date',)
+    """
+    parser = _Parser(text)
+    if parser.looks_like_single_type():
+        return parser.single_type()
+    return parser.columns()
+
+
+class _Parser:
+    """Recursive descent over sqlglot's tokens: sqlglot's own DDL parser rejects ksqlDB
+    spellings (``BYTES``, keyword column names) with messages that name no column."""
+
+    def __init__(self, text: str):
+        if not isinstance(text, str):
+            raise SchemaError(f"A schema must be a string, got {type(text).__name__}")
+        self.text = text
+        try:
+            self.tokens: list[Token] = _DIALECT.tokenize(text)
+        except TokenError as e:
+            if text.count("`") % 2:
+                raise self.error(
+                    f"a quoted name is not closed (character {text.rindex('`') + 1})"
+                ) from None
+            raise self.error(f"cannot tokenize it ({str(e).splitlines()[0]})") from None
+        self.pos = 0
+
+    # -- helpers
+    def error(self, reason: str) -> SchemaError:
+        return SchemaError(f"Invalid schema '{self.text}': {reason}")
+
+    def peek(self) -> Token | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def next(self, expected: str) -> Token:
+        token = self.peek()
+        if token is None:
+            raise self.error(f"expected {expected} at the end")
+        self.pos += 1
+        return token
+
+    def where(self, token: Token) -> str:
+        return f"at character {token.start + 1}"
+
+    def expect(self, kind: TokenType, shown: str) -> Token:
+        token = self.next(f"'{shown}'")
+        if token.token_type != kind:
+            raise self.error(f"expected '{shown}' but found '{token.text}' {self.where(token)}")
+        return token
+
+    def at(self, kind: TokenType) -> bool:
+        token = self.peek()
+        return token is not None and token.token_type == kind
+
+    # -- grammar
+    def looks_like_single_type(self) -> bool:
+        first = self.peek()
+        if first is None or first.token_type == TokenType.IDENTIFIER:
+            return False
+        if first.text.upper() not in (*_PRIMITIVE_NAMES, "DECIMAL", "ARRAY", "MAP", "STRUCT"):
+            return False
+        saved = self.pos
+        try:
+            self.type_()
+            return self.peek() is None
+        except SchemaError:
+            return False
+        finally:
+            self.pos = saved
+
+    def single_type(self) -> SqlType:
+        if self.peek() is None:
+            raise self.error("no type")
+        t = self.type_()
+        extra = self.peek()
+        if extra is not None:
+            raise self.error(f"unexpected '{extra.text}' {self.where(extra)} after the type")
+        return t
+
+    def columns(self) -> Schema:
+        if self.peek() is None:
+            raise self.error("no columns")
+        fields = self.field_list(end=None)
+        return Schema(fields)
+
+    def field_list(self, end: TokenType | None) -> tuple[Column, ...]:
+        fields: list[Column] = []
+        seen: dict[str, str] = {}
+        while True:
+            column = self.field(allow_colon=end is not None)
+            folded = column.name.lower()
+            if folded in seen:
+                first = seen[folded]
+                same = (
+                    ""
+                    if first == column.name
+                    else f" (same name as '{first}'; names are case-insensitive)"
+                )
+                raise self.error(f"duplicate column '{column.name}'{same}")
+            seen[folded] = column.name
+            fields.append(column)
+            token = self.peek()
+            if token is None:
+                if end is None:
+                    return tuple(fields)
+                raise self.error("expected '>' at the end")
+            if token.token_type == TokenType.COMMA:
+                self.pos += 1
+                if self.peek() is None:
+                    raise self.error("expected a column after the last ','")
+                continue
+            if end is not None and token.token_type == end:
+                return tuple(fields)
+            raise self.error(f"unexpected '{token.text}' {self.where(token)} (expected ',')")
+
+    def field(self, allow_colon: bool) -> Column:
+        token = self.next("a column name")
+        if token.token_type == TokenType.IDENTIFIER:  # `quoted`
+            name = token.text
+            if not name:
+                raise self.error(f"empty column name {self.where(token)}")
+        elif _WORD.match(token.text):
+            name = token.text
+        else:
+            raise self.error(f"expected a column name but found '{token.text}' {self.where(token)}")
+        if allow_colon and self.at(TokenType.COLON):
+            self.pos += 1
+        if self.peek() is None:
+            raise self.error(f"column '{name}' has no type")
+        if self.at(TokenType.COMMA):
+            raise self.error(f"column '{name}' has no type")
+        return Column(name, self.type_(column=name))
+
+    def type_(self, column: str | None = None) -> SqlType:
+        token = self.next("a type")
+        word = token.text.upper() if token.token_type != TokenType.IDENTIFIER else ""
+        of = f" for column '{column}'" if column else ""
+        if word in _PRIMITIVE_NAMES:
+            return _PRIMITIVE_NAMES[word]
+        if word == "DECIMAL":
+            return self.decimal(token)
+        if word == "ARRAY":
+            self.expect(TokenType.LT, "<")
+            element = self.type_()
+            self.expect(TokenType.GT, ">")
+            return ArrayType(element)
+        if word == "MAP":
+            self.expect(TokenType.LT, "<")
+            key_token = self.peek()
+            key = self.type_()
+            if key != STRING:
+                where = self.where(key_token) if key_token is not None else ""
+                raise self.error(f"MAP keys must be STRING, got {key} {where}")
+            self.expect(TokenType.COMMA, ",")
+            value = self.type_()
+            self.expect(TokenType.GT, ">")
+            return MapType(value)
+        if word == "STRUCT":
+            if self.at(TokenType.NEQ):  # STRUCT<>
+                raise self.error(f"STRUCT needs at least one field {self.where(token)}")
+            self.expect(TokenType.LT, "<")
+            if self.at(TokenType.GT):
+                raise self.error(f"STRUCT needs at least one field {self.where(token)}")
+            fields = self.field_list(end=TokenType.GT)
+            self.expect(TokenType.GT, ">")
+            return StructType(fields)
+        if word in _UNSUPPORTED_NAMES:
+            raise self.error(f"{_UNSUPPORTED_NAMES[word]}{of} {self.where(token)}")
+        raise self.error(f"unknown type '{token.text}'{of} {self.where(token)}")
+
+    def decimal(self, token: Token) -> DecimalType:
+        if not self.at(TokenType.L_PAREN):
+            raise self.error(
+                f"DECIMAL needs a precision and a scale, as in DECIMAL(10, 2) {self.where(token)}"
+            )
+        self.pos += 1
+        precision = self.integer("precision")
+        scale = 0
+        if self.at(TokenType.COMMA):
+            self.pos += 1
+            scale = self.integer("scale")
+        self.expect(TokenType.R_PAREN, ")")
+        if not 1 <= precision <= MAX_DECIMAL_PRECISION:
+            raise self.error(
+                f"DECIMAL precision must be between 1 and {MAX_DECIMAL_PRECISION}, got {precision} {self.where(token)}"
+            )
+        if not 0 <= scale <= precision:
+            raise self.error(
+                f"DECIMAL scale must be between 0 and the precision {precision}, got {scale} {self.where(token)}"
+            )
+        return DecimalType(precision, scale)
+
+    def integer(self, what: str) -> int:
+        token = self.next(f"the DECIMAL {what}")
+        if token.token_type != TokenType.NUMBER or not token.text.isdigit():
+            raise self.error(
+                f"expected the DECIMAL {what} (an integer) but found '{token.text}' {self.where(token)}"
+            )
+        return int(token.text)
+
+
+def _backtick(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _quote_name(name: str) -> str:
+    return name if _WORD.match(name) else _backtick(name)
