@@ -1,8 +1,11 @@
 """The quick-start demo: a change-data-capture data set on the embedded store.
 
-customers (a table: inserts, updates and deletes on a compacted topic, as a CDC
-connector writes them) and orders (a stream of events, one of them malformed) are
-produced to topics, read back through Spark with their formats, and shown.
+``customers`` is a table topic as a CDC connector writes it (inserts, updates, a delete
+as a tombstone, compacted). ``orders`` is a stream of order events keyed by order id:
+new orders, a corrected amount, a cancellation (a tombstone) and one malformed record.
+An application turns the orders into the table of current orders and aggregates it into
+revenue per customer (a correction and a cancellation retract what they replace), counts
+customers per tier, and sends the malformed record to its processing log.
 """
 
 from __future__ import annotations
@@ -34,14 +37,22 @@ CUSTOMER_CHANGES: list[tuple[int, dict | None, int]] = [
     (5, {"id": 5, "name": "Barbara Liskov", "city": "Boston", "tier": "gold"}, 150),
 ]
 
-ORDER_EVENTS: list[tuple[int, str, int]] = [
-    (1, json.dumps({"order_id": 100, "customer_id": 1, "product": "analytical engine", "amount": 120.0}), 10),
-    (2, json.dumps({"order_id": 101, "customer_id": 2, "product": "compiler", "amount": 80.5}), 20),
-    (1, json.dumps({"order_id": 102, "customer_id": 1, "product": "punch cards", "amount": 15.25}), 70),
-    (3, json.dumps({"order_id": 103, "customer_id": 3, "product": "bombe", "amount": 300.0}), 95),
-    (2, '{"order_id": 104, "customer_id": 2, "product": "cobol manual", "amount": }', 100),  # malformed
-    (5, json.dumps({"order_id": 105, "customer_id": 5, "product": "clu", "amount": 42.0}), 160),
-    (3, json.dumps({"order_id": 106, "customer_id": 3, "product": "ace", "amount": 999.99}), 170),
+
+def _order(order_id: int, customer: int, product: str, amount: float) -> str:
+    return json.dumps({"order_id": order_id, "customer_id": customer, "product": product, "amount": amount})
+
+
+# (order id, JSON value or None for a cancellation, seconds after BASE_TS)
+ORDER_EVENTS: list[tuple[int, str | None, int]] = [
+    (100, _order(100, 1, "analytical engine", 120.0), 10),
+    (101, _order(101, 2, "compiler", 80.5), 20),
+    (102, _order(102, 1, "punch cards", 15.25), 70),
+    (103, _order(103, 3, "bombe", 300.0), 95),
+    (101, _order(101, 2, "compiler", 95.0), 100),  # amount corrected
+    (104, '{"order_id": 104, "customer_id": 2, "product": "cobol manual", "amount": }', 110),  # malformed
+    (105, _order(105, 5, "clu", 42.0), 160),
+    (102, None, 165),  # cancelled
+    (106, _order(106, 3, "ace", 999.99), 170),
 ]
 
 
@@ -68,71 +79,88 @@ def produce_demo_data(store: EmbeddedStore) -> None:
     )
     store.produce(
         "orders",
-        [Record(key.serialize(k), v.encode(), BASE_TS + s * 1000) for k, v, s in ORDER_EVENTS],
+        [
+            Record(key.serialize(k), None if v is None else v.encode(), BASE_TS + s * 1000)
+            for k, v, s in ORDER_EVENTS
+        ],
     )
 
 
-def run_demo(home: str | None, console: Console) -> None:
+def demo_topology():
+    """Orders -> current orders -> revenue per customer; customers -> customers per tier."""
+    from .dsl import StreamsBuilder
+
+    builder = StreamsBuilder()
+    orders = builder.stream("orders", key_schema="BIGINT", value_schema=ORDER_SCHEMA)
+    current_orders = orders.to_table(materialized_as="current-orders")
+    revenue = current_orders.group_by(("customer_id", "value")).sum(
+        "amount", materialized_as="revenue-per-customer"
+    )
+    revenue.to_stream().to("revenue-changes")
+    customers = builder.table("customers", key_schema="BIGINT", value_schema=CUSTOMER_SCHEMA)
+    customers.group_by(("tier", "value")).count(materialized_as="customers-per-tier")
+    return builder.build()
+
+
+def run_demo(directory: str | None, console: Console) -> None:
     from pyspark.sql import functions as F
 
+    from .runtime.app import Application
     from .spark import get_spark
-    from .storage.formats import get_format
-    from .storage.processing_log import decode_records
 
-    root = Path(home) if home else Path(tempfile.mkdtemp(prefix="tablestream-demo-"))
+    root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="tablestream-demo-"))
     store = EmbeddedStore(root)
     produce_demo_data(store)
     console.print(f"[bold]tablestream demo[/bold]  (embedded store in {root})\n")
-
     for name in ("customers", "orders"):
         d = store.describe_topic(name)
         console.print(
             f"topic [cyan]{name}[/cyan]: {d.config.partitions} partitions, {d.config.cleanup_policy}, "
-            f"{d.record_count} records, end offsets {d.end_offsets}"
+            f"{d.record_count} records"
         )
 
     console.print("\nStarting Spark (local) ...")
     spark = get_spark(app_name="tablestream-demo")
+    app = Application(demo_topology(), "demo", store=store, spark=spark)
+    console.print()
+    console.print(app.describe(), markup=False, highlight=False)
+    app.run_until_caught_up()
 
-    def decoded(topic: str, value_schema: str):
-        batch = store.read_batch(spark, [topic])
-        return decode_records(batch, get_format("KAFKA", "BIGINT"), get_format("JSON", value_schema))
+    from .storage.formats import get_format
 
-    customers = decoded("customers", CUSTOMER_SCHEMA).good
-    _show(
-        console,
-        "customers changelog (CDC: inserts, updates, a delete)",
-        customers.orderBy("partition", "offset").select(
-            "partition", "offset", F.col("key").alias("id"), "value.name", "value.city", "value.tier",
-            F.when(F.col("value").isNull(), F.lit("DELETE")).otherwise(F.lit("upsert")).alias("change"),
-        ),
-    )
-
-    result = store.compact("customers")
+    bigint, revenue_value = get_format("KAFKA", "BIGINT"), get_format("JSON", None)
+    changes = Table(title="revenue-changes topic: each order event moves one customer's revenue", title_justify="left", title_style="bold")
+    for column in ("at", "customer", "revenue", "partition", "offset"):
+        changes.add_column(column)
+    for r in sorted(store.consume("revenue-changes"), key=lambda r: (r.timestamp, r.partition, r.offset)):
+        value = revenue_value.deserialize(r.value)
+        changes.add_row(
+            _clock(r.timestamp), str(bigint.deserialize(r.key)), "deleted" if value is None else f"{value:.2f}",
+            str(r.partition), str(r.offset),
+        )
+    console.print(changes)
     console.print(
-        f"\nLog compaction of [cyan]customers[/cyan]: {result['before']} -> {result['after']} records "
-        "(latest value per key; the deleted customer's tombstone is gone)"
-    )
-    current = decoded("customers", CUSTOMER_SCHEMA).good
-    _show(
-        console,
-        "customers table after compaction (offsets kept)",
-        current.orderBy("key").select("partition", "offset", F.col("key").alias("id"), "value.*"),
+        "  order 101's corrected amount replaces 80.50 (retracted) with 95.00; cancelling order 102 "
+        "retracts its 15.25.\n"
     )
 
-    orders = decoded("orders", ORDER_SCHEMA)
-    _show(
-        console,
-        "orders stream",
-        orders.good.orderBy("timestamp").select(
-            F.timestamp_millis("timestamp").alias("at"), "partition", "offset", "value.*"
-        ),
-    )
-    _show(
-        console,
-        "processing log (records that could not be decoded; nothing is dropped silently)",
-        orders.errors.select("topic", "partition", "offset", "error"),
-    )
+    _show(console, "revenue-per-customer (materialized table)", app.table("revenue-per-customer").orderBy("key").select(
+        F.col("key").alias("customer"), F.format_number("value", 2).alias("revenue"), F.timestamp_millis("ts").alias("updated")))
+    _show(console, "customers-per-tier (customer 4 deleted, customer 3 upgraded)", app.table("customers-per-tier").orderBy("key").select(
+        F.col("key").alias("tier"), F.col("value").alias("customers")))
+    log = store.consume("demo-processing-log")
+    table = Table(title="demo-processing-log: records that could not be read (nothing is dropped silently)", title_justify="left", title_style="bold")
+    for column in ("topic", "partition", "offset", "error"):
+        table.add_column(column)
+    for record in log:
+        entry = json.loads(record.value)
+        table.add_row(entry["topic"], str(entry["partition"]), str(entry["offset"]), entry["error"])
+    console.print(table)
+
+
+def _clock(ts: int) -> str:
+    seconds = (ts - BASE_TS) // 1000
+    return f"00:{seconds // 60:02d}:{seconds % 60:02d}"
 
 
 def _show(console: Console, title: str, frame) -> None:
@@ -142,5 +170,4 @@ def _show(console: Console, title: str, frame) -> None:
         table.add_column(name)
     for row in rows:
         table.add_row(*["" if v is None else str(v) for v in row])
-    console.print()
     console.print(table)

@@ -33,7 +33,8 @@ from ..storage.embedded import EmbeddedStore
 from ..storage.processing_log import processing_log_topic, processing_log_value_column
 from ..storage.topic import TopicConfig
 from .compiler import BatchOutput, BatchRunner
-from .output import collect_outputs
+from .frames import ORDER
+from .output import collect_outputs, key_order
 from .state import StoreLayout
 
 
@@ -157,9 +158,7 @@ class Application:
         for topic, table in collect_outputs(out).items():
             self.store.append(topic, table, txn=txn)
         for store, frame in out.tables.items():
-            changes = frame.df.orderBy("o_ts", "o_src", "o_part", "o_off", "o_idx").select(
-                "key", "new", "ts"
-            ).toArrow()
+            changes = frame.df.orderBy(*ORDER, key_order()).select("key", "new", "ts").toArrow()
             self._append_table_changes(store, changes, batch_id)
         if out.errors:
             from pyspark.sql import functions as F

@@ -1,0 +1,201 @@
+"""Engine-core benchmark: table materialization + table aggregation (KIP-241), measured
+side by side in one run on this machine.
+
+  (a) catch-up: a changelog of CATCHUP_RECORDS records over KEYS keys processed in large
+      batches, against the same per-key logic written with Spark's transformWithState
+      (measured on a sample of TWS_SAMPLE records: its rate does not depend on size);
+  (b) steady: batches of STEADY_BATCH changes against KEYS keys of state, median batch
+      time; then the state doubled and the same again;
+  (c) the same steady batches against recomputing the aggregation from scratch.
+
+usage: python bench/engine_core.py [--keys 1000000] [--records 2000000] [--batches 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablestream.dsl import StreamsBuilder
+from tablestream.runtime.app import Application
+from tablestream.spark import get_spark
+from tablestream.storage.embedded import EmbeddedStore
+from tablestream.storage.topic import TopicConfig
+
+GROUPS = 10_000
+PARTITIONS = 4
+
+
+def changelog(rng: np.random.Generator, n: int, key_range: tuple[int, int], ts0: int, delete_share: float) -> pa.Table:
+    keys = rng.integers(key_range[0], key_range[1], n)
+    groups = rng.integers(0, GROUPS, n)
+    amounts = rng.integers(0, 1000, n)
+    key_text = pc.binary_join_element_wise("k", pa.array(keys).cast(pa.string()), "")
+    value_text = pc.binary_join_element_wise(
+        '{"grp":"g', pa.array(groups).cast(pa.string()), '","amount":', pa.array(amounts).cast(pa.string()), "}", ""
+    )
+    deletes = rng.random(n) < delete_share
+    values = pc.if_else(pa.array(deletes), pa.nulls(n, pa.string()), value_text)
+    return pa.table(
+        {
+            "key": key_text.cast(pa.binary()),
+            "value": values.cast(pa.binary()),
+            "timestamp": pa.array(np.arange(ts0, ts0 + n, dtype=np.int64)),
+        }
+    )
+
+
+def topology():
+    builder = StreamsBuilder()
+    table = builder.table("changes", value_schema="grp STRING, amount BIGINT")
+    table.group_by(("grp", "value")).sum("amount", materialized_as="sums")
+    return builder.build()
+
+
+def records_frame(spark, store: EmbeddedStore, written: pa.Table):
+    """A batch as the streaming source hands it over (normalized topic columns)."""
+    frame = written.select(["key", "value", "partition", "offset", "timestamp"]).append_column(
+        "topic", pa.array(["changes"] * written.num_rows)
+    )
+    frame = frame.append_column(
+        "headers", pa.nulls(written.num_rows, pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))
+    )
+    return spark.createDataFrame(frame.select(["key", "value", "topic", "partition", "offset", "timestamp", "headers"]))
+
+
+def recompute(spark, store: EmbeddedStore) -> float:
+    """The aggregation from scratch over the whole topic, as a plain Spark batch job."""
+    from pyspark.sql import functions as F
+
+    began = time.perf_counter()
+    records = store.read_batch(spark, ["changes"])
+    latest = records.groupBy("key").agg(F.max_by("value", F.struct("partition", "offset")).alias("value"))
+    parsed = latest.where(F.col("value").isNotNull()).select(
+        F.from_json(F.col("value").cast("string"), "grp STRING, amount BIGINT").alias("v")
+    )
+    parsed.groupBy("v.grp").agg(F.sum("v.amount")).write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - began
+
+
+def tws_rate(spark, sample: pa.Table, checkpoint: Path) -> float:
+    """Records/s of the per-key stage (latest value per key, old and new value out)
+    written with transformWithState over the same records."""
+    from pyspark.sql import Row
+    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    class LatestValue(StatefulProcessor):
+        def init(self, handle):
+            self.state = handle.getValueState("latest", StructType([StructField("value", StringType())]))
+
+        def handleInputRows(self, key, rows, timerValues):
+            old = self.state.get()[0] if self.state.exists() else None
+            new = old
+            for row in rows:
+                new = row.value
+            if new is None:
+                self.state.clear()
+            else:
+                self.state.update((new,))
+            if new != old:
+                yield Row(key=key[0], old=old, new=new)
+
+        def close(self):
+            pass
+
+    source = checkpoint / "source"
+    spark.createDataFrame(sample.select(["key", "value"])).selectExpr(
+        "cast(key as string) key", "cast(value as string) value"
+    ).write.format("delta").save(str(source))
+    out_schema = StructType([StructField("key", StringType()), StructField("old", StringType()), StructField("new", StringType())])
+    began = time.perf_counter()
+    query = (
+        spark.readStream.format("delta").load(str(source))
+        .groupBy("key")
+        .transformWithState(LatestValue(), out_schema, "Update", "None")
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return sample.num_rows / (time.perf_counter() - began)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--batches", type=int, default=8)
+    parser.add_argument("--batch-size", type=int, default=10_000)
+    parser.add_argument("--tws-sample", type=int, default=50_000)
+    args = parser.parse_args()
+
+    spark = get_spark(
+        "local[2]",
+        app_name="tablestream-bench",
+        conf={
+            "spark.sql.shuffle.partitions": str(PARTITIONS),
+            "spark.sql.streaming.stateStore.providerClass":
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        },
+    )
+    home = Path(tempfile.mkdtemp(prefix="tablestream-bench-"))
+    store = EmbeddedStore(home)
+    store.create_topic(TopicConfig("changes", partitions=PARTITIONS))
+    rng = np.random.default_rng(42)
+
+    # (a) catch-up
+    backlog = changelog(rng, args.records, (0, args.keys), 0, 0.05)
+    for start in range(0, backlog.num_rows, 500_000):
+        store.append("changes", backlog.slice(start, 500_000))
+    app = Application(topology(), "bench", store=store, spark=spark, partitions=PARTITIONS, snapshot_every=1_000)
+    began = time.perf_counter()
+    app.run_until_caught_up()
+    catchup = time.perf_counter() - began
+    catchup_rate = args.records / catchup
+    tws = tws_rate(spark, backlog.slice(0, args.tws_sample), home / "tws")
+
+    # (b) + (c) steady batches
+    def steady(key_range: tuple[int, int], first_batch: int) -> tuple[list[float], list[float]]:
+        times, recomputes = [], []
+        for i in range(args.batches):
+            changes = changelog(rng, args.batch_size, key_range, 10_000_000 + i * args.batch_size, 0.05)
+            written = store.append("changes", changes)
+            frame = records_frame(spark, store, written)
+            began = time.perf_counter()
+            app.process_batch(frame, first_batch + i)
+            times.append(time.perf_counter() - began)
+            if i < 3:
+                recomputes.append(recompute(spark, store))
+        return times, recomputes
+
+    next_batch = 1_000
+    steady_1x, recompute_1x = steady((0, args.keys), next_batch)
+    # Double the state: a second backlog over new keys, then the same steady batches.
+    extra = changelog(rng, args.keys, (args.keys, 2 * args.keys), 20_000_000, 0.0)
+    written = store.append("changes", extra)
+    app.process_batch(records_frame(spark, store, written), next_batch + 100)
+    steady_2x, recompute_2x = steady((0, 2 * args.keys), next_batch + 200)
+
+    m1, m2 = statistics.median(steady_1x[1:]), statistics.median(steady_2x[1:])
+    r1, r2 = statistics.median(recompute_1x), statistics.median(recompute_2x)
+    print(f"(a) catch-up: {args.records:,} records / {args.keys:,} keys in {catchup:.1f} s = {catchup_rate:,.0f} records/s")
+    print(f"    transformWithState per key (latest value only, {args.tws_sample:,}-record sample): {tws:,.0f} records/s")
+    print(f"    ratio: {catchup_rate / tws:.1f}x (target >= 50x)")
+    print(f"(b) steady {args.batch_size:,}-change batches, {args.keys:,} keys: median {m1:.3f} s (target < 1.0 s)")
+    print(f"    state doubled to {2 * args.keys:,} keys: median {m2:.3f} s = {m2 / m1:.2f}x (target < 1.3x)")
+    print(f"(c) recompute from scratch: {r1:.3f} s at {args.keys:,} keys, {r2:.3f} s at {2 * args.keys:,}")
+    print(f"    ratio recompute / incremental: {r1 / m1:.1f}x and {r2 / m2:.1f}x")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
