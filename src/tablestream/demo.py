@@ -25,7 +25,8 @@ ORDER_SCHEMA = "order_id BIGINT, customer_id BIGINT, product STRING, amount DOUB
 
 BASE_TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
-# (key, value or None for a delete, seconds after BASE_TS)
+# (key, value or None for a delete, seconds after BASE_TS); the first PHASE_ONE of each
+# list are written before the application first runs, the rest after.
 CUSTOMER_CHANGES: list[tuple[int, dict | None, int]] = [
     (1, {"id": 1, "name": "Ada Lovelace", "city": "London", "tier": "gold"}, 0),
     (2, {"id": 2, "name": "Grace Hopper", "city": "New York", "tier": "silver"}, 1),
@@ -56,10 +57,10 @@ ORDER_EVENTS: list[tuple[int, str | None, int]] = [
 ]
 
 
-def produce_demo_data(store: EmbeddedStore) -> None:
-    """Create the demo topics and write the CDC data set."""
-    from .storage.formats import get_format
+PHASE_ONE = 4
 
+
+def create_demo_topics(store: EmbeddedStore) -> None:
     store.create_topic(
         TopicConfig(
             "customers",
@@ -71,17 +72,23 @@ def produce_demo_data(store: EmbeddedStore) -> None:
         )
     )
     store.create_topic(TopicConfig("orders", partitions=3, key_schema="BIGINT", value_schema=ORDER_SCHEMA))
+
+
+def produce_demo_data(store: EmbeddedStore, phase: slice = slice(None)) -> None:
+    """Write (a phase of) the CDC data set."""
+    from .storage.formats import get_format
+
     key = get_format("KAFKA", "BIGINT")
     customer = get_format("JSON", CUSTOMER_SCHEMA)
     store.produce(
         "customers",
-        [Record(key.serialize(k), customer.serialize(v), BASE_TS + s * 1000) for k, v, s in CUSTOMER_CHANGES],
+        [Record(key.serialize(k), customer.serialize(v), BASE_TS + s * 1000) for k, v, s in CUSTOMER_CHANGES[phase]],
     )
     store.produce(
         "orders",
         [
             Record(key.serialize(k), None if v is None else v.encode(), BASE_TS + s * 1000)
-            for k, v, s in ORDER_EVENTS
+            for k, v, s in ORDER_EVENTS[phase]
         ],
     )
 
@@ -103,71 +110,76 @@ def demo_topology():
 
 
 def run_demo(directory: str | None, console: Console) -> None:
-    from pyspark.sql import functions as F
-
     from .runtime.app import Application
     from .spark import get_spark
 
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="tablestream-demo-"))
     store = EmbeddedStore(root)
-    produce_demo_data(store)
-    console.print(f"[bold]tablestream demo[/bold]  (embedded store in {root})\n")
-    for name in ("customers", "orders"):
-        d = store.describe_topic(name)
-        console.print(
-            f"topic [cyan]{name}[/cyan]: {d.config.partitions} partitions, {d.config.cleanup_policy}, "
-            f"{d.record_count} records"
-        )
-
-    console.print("\nStarting Spark (local) ...")
+    create_demo_topics(store)
+    produce_demo_data(store, slice(0, PHASE_ONE))
+    console.print(f"[bold]tablestream demo[/bold]  (embedded store in {root})")
+    console.print("Starting Spark (local) ...")
     spark = get_spark(app_name="tablestream-demo")
     app = Application(demo_topology(), "demo", store=store, spark=spark)
     console.print()
     console.print(app.describe(), markup=False, highlight=False)
+
     app.run_until_caught_up()
+    console.print(f"[bold]1.[/bold] {PHASE_ONE} customers and {PHASE_ONE} orders processed.\n")
+    before = _contents(app, "revenue-per-customer")
+    tiers_before = _contents(app, "customers-per-tier")
+
+    produce_demo_data(store, slice(PHASE_ONE, None))
+    app.run_until_caught_up()
+    console.print(
+        "[bold]2.[/bold] More changes processed: customer 2 moved, customer 3 upgraded to gold, customer 4 "
+        "deleted, customer 5 added; order 101 corrected from 80.50 to 95.00, order 102 cancelled, "
+        "orders 105 and 106 added, and one malformed order.\n"
+    )
+    after = _contents(app, "revenue-per-customer")
+    table = Table(title="revenue-per-customer (a correction and a cancellation retract what they replace)", title_justify="left", title_style="bold")
+    for column in ("customer", "after step 1", "after step 2"):
+        table.add_column(column)
+    for customer in sorted(set(before) | set(after)):
+        table.add_row(str(customer), _money(before.get(customer)), _money(after.get(customer)))
+    console.print(table)
+
+    tiers = _contents(app, "customers-per-tier")
+    table = Table(title="customers-per-tier", title_justify="left", title_style="bold")
+    for column in ("tier", "after step 1", "after step 2"):
+        table.add_column(column)
+    for tier in sorted(set(tiers_before) | set(tiers)):
+        table.add_row(tier, str(tiers_before.get(tier, "-")), str(tiers.get(tier, "- (deleted)")))
+    console.print(table)
 
     from .storage.formats import get_format
 
-    bigint, revenue_value = get_format("KAFKA", "BIGINT"), get_format("JSON", None)
-    changes = Table(title="revenue-changes topic: each order event moves one customer's revenue", title_justify="left", title_style="bold")
-    for column in ("at", "customer", "revenue", "partition", "offset"):
+    bigint, number = get_format("KAFKA", "BIGINT"), get_format("JSON", None)
+    changes = Table(title="revenue-changes topic (the table's changelog)", title_justify="left", title_style="bold")
+    for column in ("partition", "offset", "customer", "revenue", "event time"):
         changes.add_column(column)
-    for r in sorted(store.consume("revenue-changes"), key=lambda r: (r.timestamp, r.partition, r.offset)):
-        value = revenue_value.deserialize(r.value)
-        changes.add_row(
-            _clock(r.timestamp), str(bigint.deserialize(r.key)), "deleted" if value is None else f"{value:.2f}",
-            str(r.partition), str(r.offset),
-        )
+    for r in store.consume("revenue-changes"):
+        changes.add_row(str(r.partition), str(r.offset), str(bigint.deserialize(r.key)), _money(number.deserialize(r.value)), _clock(r.timestamp))
     console.print(changes)
-    console.print(
-        "  order 101's corrected amount replaces 80.50 (retracted) with 95.00; cancelling order 102 "
-        "retracts its 15.25.\n"
-    )
 
-    _show(console, "revenue-per-customer (materialized table)", app.table("revenue-per-customer").orderBy("key").select(
-        F.col("key").alias("customer"), F.format_number("value", 2).alias("revenue"), F.timestamp_millis("ts").alias("updated")))
-    _show(console, "customers-per-tier (customer 4 deleted, customer 3 upgraded)", app.table("customers-per-tier").orderBy("key").select(
-        F.col("key").alias("tier"), F.col("value").alias("customers")))
-    log = store.consume("demo-processing-log")
-    table = Table(title="demo-processing-log: records that could not be read (nothing is dropped silently)", title_justify="left", title_style="bold")
+    log = Table(title="demo-processing-log (records that could not be read; nothing is dropped silently)", title_justify="left", title_style="bold")
     for column in ("topic", "partition", "offset", "error"):
-        table.add_column(column)
-    for record in log:
+        log.add_column(column)
+    for record in store.consume("demo-processing-log"):
         entry = json.loads(record.value)
-        table.add_row(entry["topic"], str(entry["partition"]), str(entry["offset"]), entry["error"])
-    console.print(table)
+        log.add_row(entry["topic"], str(entry["partition"]), str(entry["offset"]), entry["error"])
+    console.print(log)
+    spark.stop()
+
+
+def _contents(app, table: str) -> dict:
+    return {row.key: row.value for row in app.table(table).collect()}
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
 
 
 def _clock(ts: int) -> str:
     seconds = (ts - BASE_TS) // 1000
     return f"00:{seconds // 60:02d}:{seconds % 60:02d}"
-
-
-def _show(console: Console, title: str, frame) -> None:
-    rows = frame.collect()
-    table = Table(title=title, title_justify="left", title_style="bold")
-    for name in frame.columns:
-        table.add_column(name)
-    for row in rows:
-        table.add_row(*["" if v is None else str(v) for v in row])
-    console.print(table)

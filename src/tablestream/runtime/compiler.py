@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -39,7 +40,7 @@ from . import tasks
 from .expressions import (
     JSON_TEXT,
     ValueShape,
-    arrow_values,
+    callable_column,
     predicate_column,
     sql_column,
     to_python,
@@ -107,7 +108,7 @@ class BatchRunner:
         out = BatchOutput()
         self._out = out
         self._batch_id = batch_id
-        self._records = records
+        self._records = _with_order_time(records)
         frames: dict[str, Frame | dict[str, Frame]] = {}
         self._frames = frames
         for node in self.topology.nodes:
@@ -152,7 +153,7 @@ class BatchRunner:
             F.col("partition"),
             F.col("offset"),
             F.col("timestamp").alias("ts"),
-            F.col("timestamp").alias("o_ts"),
+            F.col("o_ts"),
             src.alias("o_src"),
             F.col("partition").alias("o_part"),
             F.col("offset").alias("o_off"),
@@ -213,7 +214,7 @@ class BatchRunner:
     # ------------------------------------------------------------- stream stateless
     def visit_Filter(self, node: stateless.Filter) -> Frame:
         frame = self._frame(node.parent)
-        keep = predicate_column(node.predicate, frame.value, self.functions)
+        keep = predicate_column(node.predicate, frame.value, self.functions, key_json=frame.key_json)
         return frame.with_df(frame.df.where(~keep if node.negate else keep))
 
     def visit_Peek(self, node: stateless.Peek) -> Frame:
@@ -227,24 +228,25 @@ class BatchRunner:
                     action(k, to_python(v, shape))
                 yield batch
 
-        return frame.with_df(frame.df.mapInArrow(run, frame.df.schema))
+        # Persisted so the action runs once per record, however often Spark reads the rows.
+        return frame.with_df(self._persist(frame.df.mapInArrow(run, frame.df.schema)))
 
     def visit_MapValues(self, node: stateless.MapValues) -> Frame:
         frame = self._frame(node.parent)
-        value, shape = self._value_expr(node.mapper, frame, "value")
+        value, shape = self._value_expr(node.mapper, frame)
         return frame.with_df(frame.df.withColumn("value", value), value=shape)
 
     def visit_SelectKey(self, node: stateless.SelectKey) -> Frame:
         frame = self._frame(node.parent)
-        key, shape = self._value_expr(node.selector, frame, "value")
+        key, shape = self._value_expr(node.selector, frame)
         df = frame.df.withColumn("key", key)
         return frame.with_df(df, key_type=df.schema["key"].dataType, key_json=shape.json_text)
 
     def visit_Map(self, node: stateless.Map) -> Frame:
         frame = self._frame(node.parent)
         if isinstance(node.mapper, KeyValueExpr):
-            key, key_shape = self._value_expr(node.mapper.key, frame, "value")
-            value, shape = self._value_expr(node.mapper.value, frame, "value")
+            key, key_shape = self._value_expr(node.mapper.key, frame)
+            value, shape = self._value_expr(node.mapper.value, frame)
             df = frame.df.select(key.alias("key"), value.alias("value"), "ts", *ORDER)
             return frame.with_df(df, key_type=df.schema["key"].dataType, value=shape, key_json=key_shape.json_text)
         pair = self._callable(node.mapper, frame, _PAIR_TYPE, pair=True)
@@ -287,10 +289,26 @@ class BatchRunner:
     def visit_Merge(self, node: stateless.Merge) -> Frame:
         parents = [self._frame(p) for p in node.parents]
         first = parents[0]
-        df = first.df
-        for other in parents[1:]:
-            df = df.unionByName(other.df)
-        return first.with_df(df)
+        same_values = all(p.value == first.value for p in parents)
+        same_keys = all(p.key_type == first.key_type and p.key_json == first.key_json for p in parents)
+        frames = []
+        for p in parents:
+            df = p.df
+            if not same_values and not p.value.json_text:
+                df = df.withColumn("value", json_text(F.col("value"), p.value.dtype))
+            if not same_keys and not p.key_json:
+                df = df.withColumn("key", json_text(F.col("key"), p.key_type))
+            frames.append(df.select("key", "value", "ts", *ORDER))
+        df = frames[0]
+        for other in frames[1:]:
+            df = df.unionByName(other)
+        # Streams of different value (or key) types merge as JSON text.
+        return first.with_df(
+            df,
+            value=first.value if same_values else JSON_TEXT,
+            key_type=first.key_type if same_keys else StringType(),
+            key_json=first.key_json if same_keys else True,
+        )
 
     def visit_Split(self, node: stateless.Split) -> Frame:
         return self._frame(node.parent)
@@ -299,9 +317,9 @@ class BatchRunner:
         frame = self._frame(node.parent)
         keep = F.lit(True)
         for earlier in node.preceding:
-            keep = keep & ~predicate_column(earlier, frame.value, self.functions)
+            keep = keep & ~predicate_column(earlier, frame.value, self.functions, key_json=frame.key_json)
         if node.predicate is not None:
-            keep = keep & predicate_column(node.predicate, frame.value, self.functions)
+            keep = keep & predicate_column(node.predicate, frame.value, self.functions, key_json=frame.key_json)
         return frame.with_df(frame.df.where(keep))
 
     def visit_Repartition(self, node: stateless.Repartition) -> Frame:
@@ -325,7 +343,7 @@ class BatchRunner:
             "ts",
             *ORDER,
         )
-        table = Frame(df, "table", frame.key_type, frame.value)
+        table = Frame(df, "table", frame.key_type, frame.value, key_json=frame.key_json)
         if node.queryable:
             self._out.tables[node.store] = table
         return table
@@ -334,16 +352,21 @@ class BatchRunner:
     def visit_ToStream(self, node: stateless.ToStream) -> Frame:
         frame = self._frame(node.parent)
         df = frame.df.select("key", F.col("new").alias("value"), "ts", *ORDER)
-        return Frame(df, "stream", frame.key_type, frame.value)
+        return Frame(df, "stream", frame.key_type, frame.value, key_json=frame.key_json)
 
     def visit_TableFilter(self, node: stateless.TableFilter) -> Frame:
         frame = self._frame(node.parent)
+        df = self._sides(
+            frame,
+            {"keep": lambda: predicate_column(
+                node.predicate, frame.value, self.functions, key_json=frame.key_json, skip_null=True)},
+        )
 
         def passes(side: str) -> Column:
-            keep = predicate_column(node.predicate, frame.value, self.functions, value=side)
+            keep = F.coalesce(F.col(f"_{side}_keep"), F.lit(False))
             return ~keep if node.negate else keep
 
-        df = frame.df.select(
+        df = df.select(
             "key",
             F.when(passes("old"), F.col("old")).alias("old"),
             F.when(passes("new"), F.col("new")).alias("new"),
@@ -354,15 +377,9 @@ class BatchRunner:
 
     def visit_TableMapValues(self, node: stateless.TableMapValues) -> Frame:
         frame = self._frame(node.parent)
-        old, _ = self._value_expr(node.mapper, frame, "old")
-        new, shape = self._value_expr(node.mapper, frame, "new")
-        df = frame.df.select(
-            "key",
-            F.when(F.col("old").isNotNull(), old).alias("old"),
-            F.when(F.col("new").isNotNull(), new).alias("new"),
-            "ts",
-            *ORDER,
-        )
+        _, shape = self._value_expr(node.mapper, frame)
+        df = self._sides(frame, {"v": lambda: self._value_expr(node.mapper, frame, skip_null=True)[0]})
+        df = df.select("key", F.col("_old_v").alias("old"), F.col("_new_v").alias("new"), "ts", *ORDER)
         return self._table_result(node, frame.with_df(_changed_only(df), value=shape))
 
     def _table_result(self, node, frame: Frame) -> Frame:
@@ -374,28 +391,26 @@ class BatchRunner:
     def visit_TableGroupBy(self, node: agg.TableGroupBy) -> Frame:
         """Each change becomes the old row's (group key, value) and the new row's."""
         frame = self._frame(node.parent)
-        df = frame.df
-        sides: dict[str, tuple[Column, Column]] = {}
-        key_json = False
         if isinstance(node.mapper, KeyValueExpr):
-            for side in ("old", "new"):
-                present = F.col(side).isNotNull()
-                gk, key_shape = self._value_expr(node.mapper.key, frame, side)
-                key_json = key_shape.json_text
-                gv, shape = self._value_expr(node.mapper.value, frame, side)
-                sides[side] = (F.when(present, gk), F.when(present, gv))
+            mapper = node.mapper
+            _, key_shape = self._value_expr(mapper.key, frame)
+            _, shape = self._value_expr(mapper.value, frame)
+            df = self._sides(frame, {
+                "gk": lambda: self._value_expr(mapper.key, frame, skip_null=True)[0],
+                "gv": lambda: self._value_expr(mapper.value, frame, skip_null=True)[0],
+            })
+            key_json = key_shape.json_text
         else:
+            df = self._sides(frame, {"pair": lambda: self._callable(node.mapper, frame, _PAIR_TYPE, pair=True, skip_null=True)})
             for side in ("old", "new"):
-                pair = self._callable(node.mapper, frame, _PAIR_TYPE, pair=True, value_column=side)
-                df = df.withColumn(f"_{side}_pair", F.when(F.col(side).isNotNull(), pair))
-                sides[side] = (F.col(f"_{side}_pair.k"), F.col(f"_{side}_pair.v"))
+                df = df.withColumn(f"_{side}_gk", F.col(f"_{side}_pair.k")).withColumn(f"_{side}_gv", F.col(f"_{side}_pair.v"))
             shape, key_json = JSON_TEXT, True
         df = df.select(
             canonical_bytes(F.col("key")).alias("skb"),
-            sides["old"][0].alias("old_gk"),
-            sides["old"][1].alias("old_gv"),
-            sides["new"][0].alias("new_gk"),
-            sides["new"][1].alias("new_gv"),
+            F.col("_old_gk").alias("old_gk"),
+            F.col("_old_gv").alias("old_gv"),
+            F.col("_new_gk").alias("new_gk"),
+            F.col("_new_gv").alias("new_gv"),
             "ts",
             *ORDER,
         )
@@ -409,12 +424,14 @@ class BatchRunner:
             parts = []
             for sign, side in ((-1, "old"), (1, "new")):
                 gk, gv = F.col(f"{side}_gk"), F.col(f"{side}_gv")
+                # ``value`` is bound to this side's group value, as for a stream record.
+                side_rows = frame.df.where(gk.isNotNull() & gv.isNotNull()).withColumn("value", gv)
                 parts.append(
-                    frame.df.where(gk.isNotNull() & gv.isNotNull()).select(
+                    side_rows.select(
                         canonical_bytes(gk).alias("gkb"),
                         gk.alias("gk"),
                         F.lit(sign).cast("int").alias("sign"),
-                        value(f"{side}_gv").alias("v"),
+                        value("value").alias("v"),
                         "skb",
                         "ts",
                         *ORDER,
@@ -587,25 +604,27 @@ class BatchRunner:
         self._out.records.setdefault(node.topic, []).append((frame, ToTopicSpec(node.topic, key_format, value_format)))
 
     # ------------------------------------------------------------------ expressions
-    def _value_expr(self, expr: Expr, frame: Frame, side: str) -> tuple[Column, ValueShape]:
-        """A mapper's result over ``key`` and the ``side`` value column."""
+    def _value_expr(self, expr: Expr, frame: Frame, *, skip_null: bool = False) -> tuple[Column, ValueShape]:
+        """A mapper's result over the frame's ``key`` and ``value`` columns, and its shape."""
         if isinstance(expr, SqlExpr):
-            col = sql_column(expr, frame.value, value=side)
-            dtype = frame.df.select(col.alias("_")).schema["_"].dataType
-            return col, ValueShape(dtype)
-        if expr.kind == "column":
+            if expr.sql.lower() == "value":
+                return F.col("value"), frame.value  # the identity keeps JSON text JSON
+            col = sql_column(expr, frame.value)
+        elif expr.kind == "column":
             col = self.functions[expr.ref]
-            dtype = frame.df.select(col.alias("_")).schema["_"].dataType
-            return col, ValueShape(dtype)
-        return self._callable(expr, frame, StringType(), value_column=side), JSON_TEXT
+        else:
+            return self._callable(expr, frame, StringType(), skip_null=skip_null), JSON_TEXT
+        dtype = frame.df.select(col.alias("_")).schema["_"].dataType if frame.kind == "stream" else None
+        if dtype is None:
+            dtype = frame.df.withColumn("value", F.col("new")).select(col.alias("_")).schema["_"].dataType
+        return col, ValueShape(dtype)
 
     def _callable(
         self, ref: ExprRef, frame: Frame, result: DataType, *, pair: bool = False, many: bool = False,
-        value_column: str = "value",
+        skip_null: bool = False,
     ) -> Column:
-        fn = self.functions[ref.ref]
-        shape = frame.value
-        arity = ref.arity
+        """A Python callable over ``key`` and ``value``; its results become JSON text
+        (a pair as ``struct<k, v>`` of JSON texts, many results as an array)."""
 
         def convert(res: Any) -> Any:
             if pair and many:
@@ -619,17 +638,22 @@ class BatchRunner:
                 return [_json(v) for v in (res or [])]
             return _json(res)
 
-        from pyspark.sql.functions import arrow_udf
+        return callable_column(
+            self.functions[ref.ref], ref.arity, frame.value, result,
+            key_json=frame.key_json, convert=convert, skip_null=skip_null,
+        )
 
-        def run(keys: pa.Array, values: pa.Array) -> pa.Array:
-            out = []
-            for k, v in zip(keys.to_pylist(), values.to_pylist(), strict=True):
-                value = to_python(v, shape)
-                res = fn(value) if arity == 1 else fn(k, value)
-                out.append(convert(res))
-            return arrow_values(out, result)
-
-        return arrow_udf(run, result)(F.col("key"), F.col(value_column))
+    def _sides(self, frame: Frame, results: dict[str, Callable[[], Column]]) -> DataFrame:
+        """Evaluate expressions once against a table's old rows and once against its new
+        rows: ``value`` is bound to each side in turn, so SQL text, Spark Columns and
+        callables all see the row as a stream record's value. Adds ``_old_<name>`` and
+        ``_new_<name>`` (null where the side is missing)."""
+        df = frame.df
+        for side in ("old", "new"):
+            df = df.withColumn("value", F.col(side))
+            for name, make in results.items():
+                df = df.withColumn(f"_{side}_{name}", F.when(F.col(side).isNotNull(), make()))
+        return df.drop("value")
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -656,6 +680,47 @@ def _json(value: Any) -> str | None:
 def _shape(fmt: Format) -> ValueShape:
     dtype = fmt.spark_type()
     return ValueShape(dtype, json_text=fmt.name == "JSON" and fmt.schema is None)
+
+
+def _with_order_time(records: DataFrame) -> DataFrame:
+    """Add ``o_ts``: the record's timestamp made monotone along its partition's offsets
+    (the largest timestamp up to it), so ordering by ``o_ts`` first keeps every
+    partition in offset order (a later record with an older timestamp still comes
+    later, as in Kafka Streams) while different partitions interleave by time.
+
+    The batch's (topic, partition, offset, timestamp) go to the driver once; only the
+    records that arrived late in their partition get a correction, joined by broadcast
+    (usually there are none and the batch is untouched)."""
+    positions = records.select("topic", "partition", "offset", "timestamp").toArrow()
+    if positions.num_rows == 0:
+        return records.withColumn("o_ts", F.col("timestamp"))
+    ordered = positions.sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
+    ts = ordered.column("timestamp").to_numpy()
+    topic = ordered.column("topic").to_numpy(zero_copy_only=False)
+    part = ordered.column("partition").to_numpy()
+    starts = np.flatnonzero(np.r_[True, (topic[1:] != topic[:-1]) | (part[1:] != part[:-1])])
+    running = np.empty_like(ts)
+    for begin, end in zip(starts, np.r_[starts[1:], len(ts)], strict=True):
+        running[begin:end] = np.maximum.accumulate(ts[begin:end])
+    late = np.flatnonzero(running > ts)
+    if len(late) == 0:
+        return records.withColumn("o_ts", F.col("timestamp"))
+    corrections = records.sparkSession.createDataFrame(
+        pa.table(
+            {
+                "_t": ordered.column("topic").take(late),
+                "_p": ordered.column("partition").take(late),
+                "_o": ordered.column("offset").take(late),
+                "_ts": pa.array(running[late], pa.int64()),
+            }
+        )
+    )
+    joined = records.join(
+        F.broadcast(corrections),
+        (F.col("topic") == F.col("_t")) & (F.col("partition") == F.col("_p")) & (F.col("offset") == F.col("_o")),
+        "left",
+    )
+    return joined.withColumn("o_ts", F.coalesce(F.col("_ts"), F.col("timestamp"))).drop("_t", "_p", "_o", "_ts")
 
 
 def _changed_only(df: DataFrame) -> DataFrame:

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, StringType, StructType
 from sqlglot import exp
 
-from ..plan.expr import Expr, ExprRef, SqlExpr
+from ..plan.expr import Expr, SqlExpr
 
 
 class ExpressionError(ValueError):
@@ -95,38 +95,35 @@ def arrow_values(values: list[Any], dtype: DataType) -> pa.Array:
 
 def callable_column(
     fn: Callable[..., Any],
-    ref: ExprRef,
-    columns: list[Column],
-    shapes: list[ValueShape],
+    arity: int | None,
+    shape: ValueShape,
     result: DataType,
     *,
-    encode_json: bool,
-    value_last: bool = False,
+    key_json: bool = False,
+    convert: Callable[[Any], Any] = lambda res: res,
+    skip_null: bool = False,
+    key: str = "key",
+    value: str = "value",
 ) -> Column:
-    """A vectorized Arrow UDF calling ``fn`` on each row of ``columns``.
-
-    ``value_last``: a one-argument callable receives the last column (a value mapper
-    ``(value)`` of a ``(key, value)`` pair). ``encode_json``: the result is JSON text.
-    """
+    """A vectorized Arrow UDF calling ``fn(value)`` (arity 1) or ``fn(key, value)`` on
+    each row, with plain Python values; ``convert`` shapes each result for ``result``.
+    ``skip_null``: a null value gives a null result without calling ``fn`` (a table's
+    missing old or new row: Kafka Streams never passes those to user functions)."""
     from pyspark.sql.functions import arrow_udf
 
-    arity = ref.arity
-
-    def run(*arrays: pa.Array) -> pa.Array:
-        rows = [
-            [to_python(v, shape) for v in array.to_pylist()]
-            for array, shape in zip(arrays, shapes, strict=True)
-        ]
+    def run(keys: pa.Array, values: pa.Array) -> pa.Array:
         out = []
-        for args in zip(*rows, strict=True):
-            if value_last and arity == 1:
-                res = fn(args[-1])
-            else:
-                res = fn(*args[: arity if arity is not None else len(args)])
-            out.append(_json_or_none(res) if encode_json else res)
+        for k, v in zip(keys.to_pylist(), values.to_pylist(), strict=True):
+            if v is None and skip_null:
+                out.append(None)
+                continue
+            argument = to_python(v, shape)
+            if key_json and k is not None:
+                k = json.loads(k)
+            out.append(convert(fn(argument) if arity == 1 else fn(k, argument)))
         return arrow_values(out, result)
 
-    return arrow_udf(run, result)(*columns)
+    return arrow_udf(run, result)(F.col(key), F.col(value))
 
 
 def _json_or_none(value: Any) -> str | None:
@@ -134,7 +131,8 @@ def _json_or_none(value: Any) -> str | None:
 
 
 def predicate_column(
-    expr: Expr, shape: ValueShape, functions, *, key: str = "key", value: str = "value", ts: str = "ts"
+    expr: Expr, shape: ValueShape, functions, *, key_json: bool = False, skip_null: bool = False,
+    key: str = "key", value: str = "value", ts: str = "ts",
 ) -> Column:
     """A boolean Column for a predicate ``(key, value) -> bool`` (null counts as false)."""
     if isinstance(expr, SqlExpr):
@@ -143,9 +141,8 @@ def predicate_column(
         col = functions[expr.ref]
     else:
         col = callable_column(
-            functions[expr.ref], expr, [F.col(key), F.col(value)], [_KEY, shape], BooleanType(), encode_json=False
+            functions[expr.ref], expr.arity, shape, BooleanType(),
+            key_json=key_json, convert=lambda res: bool(res), skip_null=skip_null, key=key, value=value,
         )
     return F.coalesce(col.cast("boolean"), F.lit(False))
 
-
-_KEY = ValueShape(StringType())  # keys reach callables as they are

@@ -17,6 +17,7 @@ runs them as one batch.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -176,11 +177,12 @@ class TestDriver:
                 rows = frame_.df.select("key", "new").toArrow().to_pylist()
                 contents = self._tables.setdefault(store, {})
                 for row in rows:
-                    key = _hashable(row["key"])
+                    key = json.loads(row["key"]) if frame_.key_json and row["key"] is not None else row["key"]
+                    key = _hashable(key)
                     if row["new"] is None:
                         contents.pop(key, None)
                     else:
-                        contents[key] = row["new"]
+                        contents[key] = json.loads(row["new"]) if frame_.value.json_text else row["new"]
             for errors in out.errors:
                 self.processing_log.extend(errors.orderBy("topic", "partition", "offset").toArrow().to_pylist())
         finally:
