@@ -6,9 +6,6 @@ much faster than one batch per record; several advance batch by batch to show a 
 changelog. Within a batch the output order is fixed per key and free across keys
 (DESIGN.md, "Semantics contract"), so batched outputs are compared per key
 (:func:`by_key`); outputs of separate batches are compared batch by batch.
-
-Tests marked ``xfail(strict=True)`` assert the correct behaviour where tablestream has a
-bug; the reason names it.
 """
 
 from __future__ import annotations
@@ -294,12 +291,6 @@ def test_peek_passes_records_on_unchanged_and_sees_python_values(spark, tmp_path
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="visit_Peek runs the action inside a lazy mapInArrow, so it is called every time "
-    "Spark evaluates the frame: twice per record with one sink (the sort in "
-    "collect_records samples its input first), four times with two sinks",
-)
 def test_peek_calls_the_action_once_per_record(spark, tmp_path):
     calls = tmp_path / "calls.jsonl"
     b = StreamsBuilder()
@@ -320,12 +311,6 @@ def test_merge_keeps_every_record_of_both_streams(spark):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="visit_Merge unions the frames' value columns as they are: a value a Python "
-    "callable produced (JSON text) and a value with a schema (a struct) fail with "
-    "AnalysisException INCOMPATIBLE_COLUMN_TYPE",
-)
 def test_merge_of_a_callable_mapped_stream_and_a_schema_stream(spark):
     b = StreamsBuilder()
     mapped = b.stream("in", value_schema=ORDER).map_values(
@@ -435,12 +420,6 @@ def test_to_table_changelog_record_by_record(spark):
         ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the ordering key's o_ts is the raw record timestamp (_decode_source), not made "
-    "monotone within the partition, so last_per_key lets the record with the larger "
-    "timestamp win over the later offset (same bug for StreamsBuilder.table sources)",
-)
 def test_to_table_later_offset_wins_within_a_batch_even_with_an_older_timestamp(spark):
     b = StreamsBuilder()
     b.stream("in", value_schema=ORDER).to_table(materialized_as="orders").to("out")
@@ -463,11 +442,6 @@ def test_to_table_of_a_stream_rekeyed_with_sql(spark):
     assert by_key(out) == by_key([R("x", 3, 12), R("y", 2, 11)])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="visit_ToTable builds its Frame without the parent's key_json flag, so a key a "
-    "Python callable chose (JSON text) is written JSON-quoted: '\"x\"' instead of 'x'",
-)
 @pytest.mark.parametrize(
     "rekey",
     [
@@ -542,12 +516,6 @@ def test_table_filter_and_filter_not(spark):
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KTable.filter with a callable: predicate_column calls it on the old and the new "
-    "side of every change, so it gets value=None for an insert's old side (and a delete's "
-    "new side) and raises; Kafka Streams never calls a table predicate with null",
-)
 def test_table_filter_with_a_callable(spark):
     b = StreamsBuilder()
     t = b.table("t", value_schema=ORDER)
@@ -599,12 +567,6 @@ def test_table_map_values_maps_old_and_new_and_emits_only_changes(spark):
     assert tables == [{"a": 1, "b": 2}, {"a": 1, "b": 2}, {"b": 1}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KTable.map_values with a callable: the Arrow UDF runs on every row, also where "
-    "old or new is null (an insert, a delete), so the mapper gets None and raises; Kafka "
-    "Streams maps only non-null values",
-)
 def test_table_map_values_with_callables(spark):
     b = StreamsBuilder()
     t = b.table("t", value_schema=ORDER)
@@ -623,11 +585,6 @@ def test_table_map_values_with_callables(spark):
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a Spark Column given to a KTable operation is used as it is, but a table frame "
-    "has old/new columns and no 'value': AnalysisException UNRESOLVED_COLUMN value.qty",
-)
 @pytest.mark.parametrize("operation", ["map_values", "filter"])
 def test_table_operations_with_a_spark_column(spark, operation):
     b = StreamsBuilder()
@@ -762,12 +719,6 @@ def test_an_unknown_column_is_a_clear_error(spark, program, message):
             driver.create_input_topic("in").pipe_input("a", X1, 10)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SQL over a schemaless JSON value sees its JSON text; the result of _value_expr "
-    "gets a plain STRING shape, so an identity map_values('value') writes that text as a "
-    "JSON string ('{\"a\":1}' quoted) instead of the value",
-)
 def test_sql_identity_on_a_schemaless_value_keeps_the_value(spark):
     b = StreamsBuilder()
     b.stream("in").map_values("value").to("out")
@@ -918,11 +869,6 @@ def test_a_marked_stream_is_repartitioned_before_group_by_key(
     assert [by_key(r["counts"]) for r in runs] == counts
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="visit_ToStream builds its Frame without the parent's key_json flag, so a group "
-    "key a Python callable chose (JSON text) is written JSON-quoted: '\"cat\"' instead of 'cat'",
-)
 def test_word_count_with_a_callable_flat_map(spark):
     b = StreamsBuilder()
     b.stream("lines").flat_map(

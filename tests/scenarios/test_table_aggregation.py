@@ -58,32 +58,6 @@ OUT = "output"
 STRING_VALUES: dict[str, Any] = {"value_format": "KAFKA", "value_schema": "STRING"}
 DOUBLE_VALUES: dict[str, Any] = {"value_format": "KAFKA", "value_schema": "DOUBLE"}
 
-# Bugs in tablestream these tests found (see the report; tests keep the right expectation).
-BUG_CALLABLE_GROUP_KEY = (
-    "tablestream bug: the key chosen by a callable group_by mapper is written to the output "
-    "topic as its JSON text ('\"1\"' instead of '1'): visit_ToStream builds its Frame without "
-    "the parent's key_json flag, so collect_records writes the JSON text as the KAFKA key"
-)
-BUG_TABLE_JSON_TEXT = (
-    "tablestream bug: TestDriver.table() returns reduce/aggregate results as JSON text "
-    "('\"0+1\"' for '0+1', '5' for 5): advance() stores the store frame's 'new' column as is, "
-    "without decoding the JSON_TEXT value shape (nor key_json keys)"
-)
-BUG_MAPPER_CALLED_WITH_NULL = (
-    "tablestream bug: a callable group_by mapper is called with value None for the absent "
-    "side of an insert (old) or delete (new): visit_TableGroupBy wraps the arrow UDF in "
-    "F.when(side IS NOT NULL), which does not stop the UDF running on every row. Kafka "
-    "(KTableRepartitionMap) never calls the mapper with a null value, so the original "
-    "mapper (key, value) -> (key, int(value)) raises TypeError on the first record"
-)
-BUG_BATCH_LATEST_BY_TIMESTAMP = (
-    "tablestream bug: within one batch a table source keeps each key's record with the "
-    "largest timestamp instead of the last offset (B: '4'@18 wins over the later '7'@15): "
-    "_decode_source sets the ordering column o_ts to the raw timestamp, not to the "
-    "timestamp made monotone within its source partition as tasks.py documents, so "
-    "last_per_key orders by timestamp before offset"
-)
-
 Step = tuple[Any, Any, int, list[TestRecord]]
 R = TestRecord
 
@@ -173,9 +147,6 @@ def test_agg_basic(spark):
     run_per_record(spark, _agg_basic(), AGG_BASIC)
 
 
-@pytest.mark.xfail(
-    strict=True, reason=BUG_BATCH_LATEST_BY_TIMESTAMP + "; then " + BUG_TABLE_JSON_TEXT
-)
 def test_agg_basic_batched(spark):
     """KTableAggregateTest.testAggBasic as one batch: each key's last value only."""
     final = {"A": "0+3", "B": "0+7", "C": "0+8", "D": "0+6"}
@@ -246,7 +217,6 @@ test_agg_repartition.__doc__ = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_CALLABLE_GROUP_KEY)
 def test_agg_repartition_callable_mapper(spark):
     run_per_record(spark, _agg_repartition(_repartition_mapper()), AGG_REPARTITION)
 
@@ -257,9 +227,6 @@ test_agg_repartition_callable_mapper.__doc__ = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True, reason=BUG_BATCH_LATEST_BY_TIMESTAMP + "; then " + BUG_TABLE_JSON_TEXT
-)
 def test_agg_repartition_batched(spark):
     """KTableAggregateTest.testAggRepartition as one batch: "A" ends as "1" (its delete
     and re-insert collapse), "B" as "7"; groups "2" and "4" never exist at a batch
@@ -352,7 +319,6 @@ def test_remove_old_before_add_new(spark):
 test_remove_old_before_add_new.__doc__ = _REMOVE_OLD_DOC + "\n\n    Mapper as SQL."
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_CALLABLE_GROUP_KEY)
 def test_remove_old_before_add_new_callable_mapper(spark):
     run_per_record(
         spark,
@@ -366,7 +332,6 @@ test_remove_old_before_add_new_callable_mapper.__doc__ = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_TABLE_JSON_TEXT)
 def test_remove_old_before_add_new_batched(spark):
     """KTableAggregateTest.testRemoveOldBeforeAddNew as one batch: "11" is inserted and
     deleted within the batch (no change), "12" ends as "C", so group "1" is "" + "2"."""
@@ -471,7 +436,6 @@ _REDUCE_DOC = """KGroupedTableImplTest.shouldReduce, shouldReduceWithInternalSto
         pytest.param(
             "reduced",
             id="shouldReduce+shouldReduceAndMaterializeResults",
-            marks=pytest.mark.xfail(strict=True, reason=BUG_TABLE_JSON_TEXT),
         ),
         pytest.param(None, id="shouldReduceWithInternalStoreName"),
     ],
@@ -487,7 +451,6 @@ def test_reduce(spark, store):
 test_reduce.__doc__ = _REDUCE_DOC + "\n\n    Mapper as SQL."
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_MAPPER_CALLED_WITH_NULL)
 def test_reduce_callable_mapper(spark):
     builder, _ = _reduce(lambda key, value: (key, int(value)), None)
     run_per_record(spark, builder, REDUCE)
@@ -498,9 +461,6 @@ test_reduce_callable_mapper.__doc__ = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True, reason=BUG_BATCH_LATEST_BY_TIMESTAMP + "; then " + BUG_TABLE_JSON_TEXT
-)
 def test_reduce_batched(spark):
     """KGroupedTableImplTest.shouldReduce as one batch."""
     builder, _ = _reduce(_INT_PROJECTION_SQL, "reduced")
@@ -559,7 +519,6 @@ def test_count_and_materialize_results_batched(spark):
     run_batched(spark, _count_by_value(), COUNT_AND_MATERIALIZE, {"1": 3, "2": 2}, store="count")
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_TABLE_JSON_TEXT)
 def test_aggregate_and_materialize_results(spark):
     """KGroupedTableImplTest.shouldAggregateAndMaterializeResults (processData): the
     original asserts only the store, {"1": "0+1+1+1"@50, "2": "0+2+2"@60}; the changelog
@@ -570,7 +529,6 @@ def test_aggregate_and_materialize_results(spark):
     assert final == {"1": "0+1+1+1", "2": "0+2+2"}
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_TABLE_JSON_TEXT)
 def test_aggregate_and_materialize_results_batched(spark):
     """KGroupedTableImplTest.shouldAggregateAndMaterializeResults as one batch (the three
     rows of group "1" carry the same value, so the order of additions does not matter)."""
@@ -645,7 +603,6 @@ def test_docs_user_name_lengths_by_region(spark):
 test_docs_user_name_lengths_by_region.__doc__ = _DOCS_DOC + "\n\n    Mapper as SQL."
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_CALLABLE_GROUP_KEY)
 def test_docs_user_name_lengths_by_region_callable_mapper(spark):
     run_per_record(
         spark, _user_name_lengths(lambda user, region: (region, len(user))), USER_NAME_LENGTHS
@@ -657,7 +614,6 @@ test_docs_user_name_lengths_by_region_callable_mapper.__doc__ = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_TABLE_JSON_TEXT)
 def test_docs_user_name_lengths_by_region_batched(spark):
     """dsl-api.html table-aggregation example as one batch: alice (5) in A, bob (3) in E."""
     run_batched(
