@@ -66,3 +66,17 @@ def test_a_replayed_batch_writes_nothing_twice(tmp_path, spark):
     (o2,) = store.produce("orders", [Record(b"o2", b'{"customer": "ada", "amount": 2.5}', 1_001)])
     app.process_batch(store.read_batch(spark, ["orders"]).where(f"partition = {o2.partition} AND offset = {o2.offset}"), 1)
     assert [(r.key, r.value) for r in app.table("revenue").collect()] == [("ada", 12.5)]
+
+
+def test_compacting_a_materialized_table_keeps_its_rows(tmp_path, spark):
+    store, app = _orders_app(tmp_path / "home", spark)
+    store.produce("orders", [Record(b"o1", b'{"customer": "ada", "amount": 10.0}', 1_000)])
+    app.process_batch(store.read_batch(spark, ["orders"]), 0)
+    (o2,) = store.produce("orders", [Record(b"o2", b'{"customer": "bob", "amount": 1.0}', 1_001)])
+    app.process_batch(store.read_batch(spark, ["orders"]).where(f"partition = {o2.partition} AND offset = {o2.offset}"), 1)
+    before = sorted(map(tuple, app.table("revenue").collect()))
+    app.compact_table("revenue")
+    from deltalake import DeltaTable
+
+    assert DeltaTable(str(app.paths.table("revenue"))).to_pyarrow_table().num_rows == 2
+    assert sorted(map(tuple, app.table("revenue").collect())) == before == [("ada", 10.0, 1_000), ("bob", 1.0, 1_001)]

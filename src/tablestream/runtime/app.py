@@ -67,8 +67,10 @@ class Application:
 
     ``partitions``: state partitions per store, fixed at the first start (default: the
     largest partition count of the source topics, one task per input partition as in
-    Kafka Streams). ``max_records_per_batch``: an upper bound on records per
-    micro-batch (embedded topics: records per Delta file are the unit).
+    Kafka Streams). ``max_files_per_batch``: an upper bound on each micro-batch, in
+    appended files of the embedded topics. ``snapshot_every``: batches between store
+    snapshots. ``compact_tables_every``: batches between compactions of the
+    materialized tables' changelogs.
     """
 
     def __init__(
@@ -82,6 +84,7 @@ class Application:
         partitions: int | None = None,
         snapshot_every: int = 10,
         max_files_per_batch: int | None = None,
+        compact_tables_every: int = 100,
     ):
         from ..spark import get_spark
 
@@ -95,6 +98,7 @@ class Application:
         self.layout = StoreLayout(layout.local_dir, layout.durable_dir, snapshot_every=snapshot_every)
         self.runner = BatchRunner(topology, self.layout, self.partitions)
         self.max_files_per_batch = max_files_per_batch
+        self.compact_tables_every = compact_tables_every
         self._query = None
         self._txn_app = f"tablestream:{application_id}"
         self._ensure_topics()
@@ -160,6 +164,9 @@ class Application:
         for store, frame in out.tables.items():
             changes = frame.df.orderBy(*ORDER, key_order()).select("key", "new", "ts").toArrow()
             self._append_table_changes(store, changes, batch_id)
+        if out.tables and batch_id > 0 and batch_id % self.compact_tables_every == 0:
+            for store in out.tables:
+                self.compact_table(store)
         if out.errors:
             from pyspark.sql import functions as F
 
@@ -241,6 +248,23 @@ class Application:
             F.max_by(F.struct("key", "value", "ts"), F.struct("batch", "seq")).alias("row")
         )
         return latest.select("row.*").where(F.col("value").isNotNull())
+
+    def compact_table(self, store: str) -> None:
+        """Rewrite a materialized table's changelog as its current rows (one per key,
+        deleted keys gone). Reads give the same rows before and after."""
+        path = self.paths.table(store)
+        if not DeltaTable.is_deltatable(str(path)):
+            return
+        from pyspark.sql import functions as F
+
+        changes = self.spark.read.format("delta").load(str(path))
+        current = (
+            changes.groupBy(F.to_json(F.struct("key")).alias("_k"))
+            .agg(F.max_by(F.struct(*changes.columns), F.struct("batch", "seq")).alias("row"))
+            .select("row.*")
+            .where(F.col("value").isNotNull())
+        )
+        current.write.format("delta").mode("overwrite").save(str(path))
 
     def describe(self) -> str:
         """The topology, and every state store with its state partitions."""
