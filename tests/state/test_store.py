@@ -146,3 +146,13 @@ def test_two_processes_never_hold_one_store_at_once(layout):
     holder.join(30)
     assert holder.exitcode == 0
     assert waited > 0.5
+
+
+def test_a_dropped_entry_reads_as_missing_within_the_batch(layout):
+    run(layout, 0, [b"a"], [b"1"])
+    run(layout, 1, [b"a"], [None])  # a tombstone entry
+    with StoreSession(layout, "s", 0, 2) as session:
+        session.put([b"a"], [None])  # nothing before this batch: the entry is dropped
+        assert session.get([b"a"]) == [None]
+        assert session.get_and_put([b"a"], [b"2"]) == [None]
+    assert dump(layout, 3) == {b"a": b"2"}

@@ -33,8 +33,7 @@ from ..storage.embedded import EmbeddedStore
 from ..storage.processing_log import processing_log_topic, processing_log_value_column
 from ..storage.topic import TopicConfig
 from .compiler import BatchOutput, BatchRunner
-from .frames import ORDER
-from .output import collect_outputs, key_order
+from .output import collect_outputs, ordered_arrow
 from .state import StoreLayout
 
 
@@ -162,7 +161,7 @@ class Application:
         for topic, table in collect_outputs(out).items():
             self.store.append(topic, table, txn=txn)
         for store, frame in out.tables.items():
-            changes = frame.df.orderBy(*ORDER, key_order()).select("key", "new", "ts").toArrow()
+            changes = ordered_arrow(frame.df, "key", "new", "ts")
             self._append_table_changes(store, changes, batch_id)
         if out.tables and batch_id > 0 and batch_id % self.compact_tables_every == 0:
             for store in out.tables:

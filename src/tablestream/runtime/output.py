@@ -66,10 +66,7 @@ def collect_records(frame: Frame, spec: ToTopicSpec) -> pa.Table:
         value = F.col("value")
     else:
         value = encode_column("value", frame.value.dtype, value_format)
-    df: DataFrame = frame.df.orderBy(*ORDER, key_order()).select(
-        key.alias("key"), value.alias("value"), F.col("ts").alias("timestamp")
-    )
-    table = df.toArrow()
+    table = ordered_arrow(frame.df, key.alias("key"), value.alias("value"), F.col("ts").alias("timestamp"))
     if frame.key_json:
         table = table.set_column(0, "key", _serialize(table.column("key"), key_format))
     if frame.value.json_text:
@@ -80,10 +77,14 @@ def collect_records(frame: Frame, spec: ToTopicSpec) -> pa.Table:
     return table.cast(OUTPUT_SCHEMA)
 
 
-def key_order():
-    """Ties in the ordering key (one change per key of an aggregate) break by key, so a
-    replayed batch writes its records in the same order."""
-    return F.to_json(F.struct(F.col("key").alias("k")))
+def ordered_arrow(df: DataFrame, *columns) -> pa.Table:
+    """``columns`` of ``df`` collected to the driver in the ordering key's order. Ties
+    (one change per key of an aggregate) break by the key's JSON text, so a replayed
+    batch writes its records in the same order. Sorted in Arrow on the driver: the rows
+    are collected anyway, and a Spark sort would cost two more jobs."""
+    sort_keys = [*ORDER, "_key_order"]
+    table = df.select(*columns, *ORDER, F.to_json(F.struct(F.col("key").alias("k"))).alias("_key_order")).toArrow()
+    return table.sort_by([(c, "ascending") for c in sort_keys]).drop_columns(sort_keys)
 
 
 def _serialize(texts: pa.ChunkedArray, fmt: Format) -> pa.Array:

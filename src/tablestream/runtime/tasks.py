@@ -59,24 +59,14 @@ def upsert(table: pa.Table, session: StoreSession) -> pa.Table:
     keys = latest.column("kb").to_pylist()
     values = latest.column("vb").to_pylist()
     stamps = latest.column("ts").to_pylist()
-    old = session.get_before(keys)
-    changed, writes = [], []
-    for i, (value, ts, stored) in enumerate(zip(values, stamps, old, strict=True)):
-        before, _ = decode_timestamped(stored)
-        if before == value:
-            if value is not None:
-                writes.append((keys[i], encode_timestamped(value, ts)))
-            continue
-        changed.append(i)
-        writes.append((keys[i], encode_timestamped(value, ts)))
-    if writes:
-        session.put([k for k, _ in writes], [v for _, v in writes])
+    stored = session.get_and_put(keys, [encode_timestamped(v, t) for v, t in zip(values, stamps, strict=True)])
+    old_values = [None if s is None else s[8:] for s in stored]
+    changed = [i for i, (before, value) in enumerate(zip(old_values, values, strict=True)) if before != value]
     rows = latest.take(pa.array(changed, pa.int64()))
-    old_values = [decode_timestamped(old[i])[0] for i in changed]
     return pa.table(
         {
             "kb": rows.column("kb"),
-            "old": pa.array(old_values, pa.binary()),
+            "old": pa.array([old_values[i] for i in changed], pa.binary()),
             "new": rows.column("vb"),
             "ts": rows.column("ts"),
             **{c: rows.column(c) for c in ORDER_COLUMNS},

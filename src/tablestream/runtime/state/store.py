@@ -124,6 +124,7 @@ class StoreSession:
         self._db: Rdict | None = None
         self._lock = None
         self._pending: dict[bytes, bytes] = {}  # user key -> entry written by this batch
+        self._fetched: dict[bytes, bytes | None] = {}  # user key -> entry as read from RocksDB
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> StoreSession:
@@ -206,9 +207,15 @@ class StoreSession:
 
     # ---------------------------------------------------------------------- reads
     def _entries(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        """Current entries (this batch's writes first), with one multi-get for the keys
+        not read before in this session."""
         assert self._db is not None, "store session is not open"
-        stored = self._db.get([_DATA + k for k in keys]) if keys else []
-        return [self._pending.get(k, s) for k, s in zip(keys, stored, strict=True)]
+        fetched = self._fetched
+        missing = [k for k in keys if k not in fetched and k not in self._pending]
+        if missing:
+            fetched.update(zip(missing, self._db.get([_DATA + k for k in missing]), strict=True))
+        pending = self._pending
+        return [(pending[k] or None) if k in pending else fetched[k] for k in keys]
 
     def get_before(self, keys: Sequence[bytes]) -> list[bytes | None]:
         """Values as they were before this batch (what a replay must read)."""
@@ -242,21 +249,28 @@ class StoreSession:
     # --------------------------------------------------------------------- writes
     def put(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
         """Write values (``None`` deletes) as this batch's writes."""
-        for key, entry, value in zip(keys, self._entries(keys), values, strict=True):
-            prev = _before(entry, self.batch_id)
-            if value is None and prev is None:
-                if entry is not None:
-                    self._pending[key] = b""  # nothing before this batch: drop the entry
-                continue
-            self._pending[key] = encode_entry(self.batch_id, value, prev)
+        self._write(keys, self._entries(keys), values)
 
     def get_and_put(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> list[bytes | None]:
-        """The vectorized primitive: values before this batch, then write the new ones.
+        """The vectorized primitive: values before this batch, then write the new ones,
+        with one multi-get. Keys must be distinct (deduplicate by the ordering key first)."""
+        return self._write(keys, self._entries(keys), values)
 
-        Keys must be distinct (deduplicate by the ordering key first)."""
-        old = self.get_before(keys)
-        self.put(keys, values)
-        return old
+    def _write(
+        self, keys: Sequence[bytes], entries: Sequence[bytes | None], values: Sequence[bytes | None]
+    ) -> list[bytes | None]:
+        batch_id = self.batch_id
+        pending = self._pending
+        before: list[bytes | None] = []
+        for key, entry, value in zip(keys, entries, values, strict=True):
+            prev = _before(entry, batch_id)
+            before.append(prev)
+            if value is None and prev is None:
+                if entry is not None:
+                    pending[key] = b""  # nothing before this batch: drop the entry
+                continue
+            pending[key] = encode_entry(batch_id, value, prev)
+        return before
 
     def commit(self) -> None:
         """Changelog file first, then one RocksDB write batch; snapshot when due."""
@@ -286,6 +300,7 @@ class StoreSession:
             wb.put(_LAST_BATCH, str(self.batch_id).encode())
             self._db.write(wb)
             self._pending.clear()
+            self._fetched.clear()
             self._maybe_snapshot()
 
     def _maybe_snapshot(self) -> None:
