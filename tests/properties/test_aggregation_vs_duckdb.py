@@ -110,3 +110,11 @@ def test_tiny_arrow_batches_and_more_state_partitions_than_keys(spark, log, size
         _run(spark, log, sizes, partitions=8)
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+
+
+@pytest.mark.slow
+@settings(max_examples=max(EXAMPLES, 1) * 10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=changes, sizes=batch_sizes, partitions=st.integers(1, 8))
+def test_aggregates_equal_sql_many_examples(spark, log, sizes, partitions):
+    """The slow tier: ten times the examples, any number of state partitions."""
+    _run(spark, log, sizes, partitions=partitions)
