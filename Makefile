@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install kafka-jars demo test test-fast lint clean
+.PHONY: install kafka-jars demo test test-fast test-slow lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,12 +21,18 @@ kafka-jars: install
 demo: install
 	$(VENV)/bin/tablestream demo
 
+# Every tier but the slow one (the CI profile): unit, plan, Spark, scenarios, properties,
+# runtime (crash test included) and the real-broker integration tests.
 test: install kafka-jars
-	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -m "not slow" $(PYTEST_ARGS)
 
-# Unit and Spark tests only: no broker, no slow tier.
+# No broker, no slow tier.
 test-fast: install
 	$(VENV)/bin/pytest -q -m "not kafka and not slow" $(PYTEST_ARGS)
+
+# The slow tier: property tests with ten times the examples.
+test-slow: install
+	$(VENV)/bin/pytest -q -m slow $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench

@@ -17,7 +17,7 @@ import pytest
 from tablestream.storage.embedded import EmbeddedStore
 from tablestream.storage.topic import TopicConfig
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = pytest.mark.spark
 
 APP = Path(__file__).with_name("crash_app.py")
 RECORDS = 100_000
