@@ -167,18 +167,21 @@ class Application:
             for store in out.tables:
                 self.compact_table(store)
         if out.errors:
-            from pyspark.sql import functions as F
-
-            entries = pa.concat_tables(
-                [
-                    e.orderBy("topic", "partition", "offset")
-                    .select(F.lit(None).cast("binary").alias("key"), processing_log_value_column(e).alias("value"), "timestamp")
-                    .toArrow()
-                    for e in out.errors
-                ]
+            errors = out.errors[0]
+            for more in out.errors[1:]:
+                errors = errors.unionByName(more)
+            entries = (
+                errors.select("topic", "partition", "offset", "timestamp", processing_log_value_column(errors).alias("value"))
+                .toArrow()
+                .sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
             )
             if entries.num_rows:
-                self.store.append(processing_log_topic(self.application_id), entries, txn=txn)
+                log = pa.table({
+                    "key": pa.nulls(entries.num_rows, pa.binary()),
+                    "value": entries.column("value"),
+                    "timestamp": entries.column("timestamp"),
+                })
+                self.store.append(processing_log_topic(self.application_id), log, txn=txn)
 
     def _append_table_changes(self, store: str, changes: pa.Table, batch_id: int) -> None:
         path = self.paths.table(store)
