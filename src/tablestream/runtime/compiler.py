@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     DataType,
+    DecimalType,
     DoubleType,
     FloatType,
     IntegerType,
@@ -52,6 +53,10 @@ from .state import StoreLayout
 
 class UnsupportedNodeError(NotImplementedError):
     """A plan node the runtime has no rule for."""
+
+
+class AggregateTypeError(TypeError):
+    """An aggregate over a column of a type it cannot take."""
 
 
 @dataclass
@@ -461,14 +466,15 @@ class BatchRunner:
 
     def _numeric(self, node: agg.AggregateNode, column: Expr | None) -> Frame:
         frame = self._frame(node.parent)
-        value = self._column_of(column, frame) if column is not None else (lambda side: F.lit(None).cast("long"))
+        value = self._column_of(column, frame) if column is not None else (lambda _: F.lit(None).cast("long"))
         rows = self._signed_rows(frame, value)
         vtype = rows.schema["v"].dataType
-        floating = not _is_integral(vtype) and not isinstance(vtype, (StringType,)) and column is not None
-        if column is not None and not (_is_integral(vtype) or isinstance(vtype, (DoubleType, FloatType))):
-            if not type(vtype).__name__.startswith("Decimal"):
-                raise UnsupportedNodeError(f"{node.name}: cannot sum or average a {vtype.simpleString()} column")
+        if column is None or _is_integral(vtype):
+            floating = False
+        elif isinstance(vtype, (DoubleType, FloatType, DecimalType)):
             floating = True
+        else:
+            raise AggregateTypeError(f"{node.name}: cannot sum or average a {vtype.simpleString()} column")
         rows = rows.withColumn("v", F.col("v").cast("double" if floating else "long"))
         out_schema = _numeric_schema(floating)
         changed = self._persist(
