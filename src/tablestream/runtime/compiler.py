@@ -20,7 +20,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
+    BooleanType,
     DataType,
+    DateType,
     DecimalType,
     DoubleType,
     FloatType,
@@ -30,6 +32,7 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampType,
 )
 
 from ..plan import aggregate as agg
@@ -541,6 +544,8 @@ class BatchRunner:
         value = self._column_of(node.column, frame)
         rows = self._signed_rows(frame, value)
         vtype = rows.schema["v"].dataType
+        if not isinstance(vtype, _ORDERED_TYPES):
+            raise AggregateTypeError(f"{node.name}: cannot take the {which} of a {vtype.simpleString()} column")
         key_type = rows.schema["gk"].dataType
         rows = rows.select(
             "gkb", "sign", canonical_bytes(F.col("v")).alias("vb"), F.col("v"),
@@ -663,6 +668,7 @@ class BatchRunner:
 
 
 # ----------------------------------------------------------------------------- helpers
+_ORDERED_TYPES = (LongType, IntegerType, ShortType, DoubleType, FloatType, StringType, BooleanType, DateType, TimestampType)
 _PAIR_TYPE = StructType([StructField("k", StringType()), StructField("v", StringType())])
 
 _ORDER_FIELDS = "o_ts bigint, o_src int, o_part int, o_off bigint, o_idx int"
