@@ -30,7 +30,8 @@ from tablestream.storage.embedded import EmbeddedStore
 from tablestream.storage.topic import TopicConfig
 
 GROUPS = 10_000
-PARTITIONS = 4
+PARTITIONS = 4  # of the source topic
+STATE_PARTITIONS = 2  # one store task per core
 
 
 def changelog(rng: np.random.Generator, n: int, key_range: tuple[int, int], ts0: int, delete_share: float) -> pa.Table:
@@ -156,7 +157,7 @@ def main() -> None:
     backlog = changelog(rng, args.records, (0, args.keys), 0, 0.05)
     for start in range(0, backlog.num_rows, 500_000):
         store.append("changes", backlog.slice(start, 500_000))
-    app = Application(topology(), "bench", store=store, spark=spark, partitions=PARTITIONS, snapshot_every=1_000)
+    app = Application(topology(), "bench", store=store, spark=spark, partitions=STATE_PARTITIONS, snapshot_every=1_000)
     began = time.perf_counter()
     app.run_until_caught_up()
     catchup = time.perf_counter() - began

@@ -132,9 +132,10 @@ class BatchRunner:
         return self._frames[name]
 
     def _persist(self, df: DataFrame) -> DataFrame:
-        """Run a store stage once for this batch: later rules and sinks reuse its rows."""
+        """Run a store stage once for this batch: the first action that needs its rows
+        computes and caches them, later rules and sinks reuse them (a recomputation
+        after an eviction is a replay, which the stores make exact)."""
         df = df.persist()
-        df.count()
         self._out.persisted.append(df)
         return df
 
