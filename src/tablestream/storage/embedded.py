@@ -55,9 +55,6 @@ LOG_SCHEMA = pa.schema(
     ]
 )
 
-# Columns of a topic read through Spark, identical for the embedded and Kafka backends.
-SPARK_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
-
 _CHECKPOINT_EVERY = 100  # Delta versions between log checkpoints (keeps table loads fast)
 
 
