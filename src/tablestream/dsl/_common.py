@@ -4,9 +4,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from tablestream.plan.base import FORMATS
+from tablestream.plan.base import FORMATS, PlanNode
+from tablestream.plan.builder import PlanBuilder
 from tablestream.plan.errors import InvalidArgumentError, InvalidNameError, InvalidTypeError
 from tablestream.plan.naming import validate_name
+
+
+class PlanFacade:
+    """What every DSL facade is: the name of a plan node in a plan being built."""
+
+    __slots__ = ("_name", "_plan")
+
+    def __init__(self, plan: PlanBuilder, name: str) -> None:
+        self._plan = plan
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        """The name of the plan node this facade's records come from."""
+        return self._name
+
+    @property
+    def node(self) -> PlanNode:
+        """The plan node this facade's records come from."""
+        return self._plan.node(self._name)
+
+    @property
+    def plan(self) -> PlanBuilder:
+        """The plan this facade belongs to."""
+        return self._plan
 
 
 def check_name(name: str | None, method: str, what: str = "name") -> str | None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from tablestream.dsl import functions as fn
 from tablestream.dsl import grouped, ktable
 from tablestream.dsl._common import (
+    PlanFacade,
     check_format,
     check_name,
     check_partitions,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["BranchedKStream", "KStream"]
 
 
-class KStream:
+class KStream(PlanFacade):
     """A record stream: each record is an event on its own (an insert), unlike a
     :class:`~tablestream.dsl.KTable` where a record updates its key.
 
@@ -74,27 +75,12 @@ class KStream:
     <BLANKLINE>
     """
 
-    __slots__ = ("_name", "_plan", "_repartition_required")
+
+    __slots__ = ("_repartition_required",)
 
     def __init__(self, plan: PlanBuilder, name: str, repartition_required: bool = False) -> None:
-        self._plan = plan
-        self._name = name
+        super().__init__(plan, name)
         self._repartition_required = repartition_required
-
-    @property
-    def name(self) -> str:
-        """The name of the plan node this stream's records come from."""
-        return self._name
-
-    @property
-    def node(self) -> PlanNode:
-        """The plan node this stream's records come from."""
-        return self._plan.node(self._name)
-
-    @property
-    def plan(self) -> PlanBuilder:
-        """The plan this stream belongs to."""
-        return self._plan
 
     @property
     def repartition_required(self) -> bool:

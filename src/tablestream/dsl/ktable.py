@@ -6,19 +6,19 @@ from typing import TYPE_CHECKING, Any
 
 from tablestream.dsl import functions as fn
 from tablestream.dsl import grouped, kstream
-from tablestream.dsl._common import check_name
+from tablestream.dsl._common import PlanFacade, check_name
 from tablestream.plan import naming
 from tablestream.plan.aggregate import AggregateNode, TableGroupBy
 from tablestream.plan.sources import GlobalTableSource, TableSource
 from tablestream.plan.stateless import TableFilter, TableMapValues, ToStream, ToTable
 
 if TYPE_CHECKING:
-    from tablestream.plan import PlanBuilder, PlanNode
+    from tablestream.plan import PlanNode
 
 __all__ = ["GlobalKTable", "KTable"]
 
 
-class KTable:
+class KTable(PlanFacade):
     """A table: a changelog in which each record is an update of its key (an upsert), a
     ``null`` value a deletion. Operations see both the old and the new value of each
     change, so a filter deletes a row that stops passing and an aggregation subtracts
@@ -36,26 +36,8 @@ class KTable:
     ['users-STATE-STORE-0000000000', 'users-per-region']
     """
 
-    __slots__ = ("_name", "_plan")
+    __slots__ = ()
 
-    def __init__(self, plan: PlanBuilder, name: str) -> None:
-        self._plan = plan
-        self._name = name
-
-    @property
-    def name(self) -> str:
-        """The name of the plan node this table's changes come from."""
-        return self._name
-
-    @property
-    def node(self) -> PlanNode:
-        """The plan node this table's changes come from."""
-        return self._plan.node(self._name)
-
-    @property
-    def plan(self) -> PlanBuilder:
-        """The plan this table belongs to."""
-        return self._plan
 
     @property
     def queryable_store_name(self) -> str | None:
@@ -204,35 +186,17 @@ class KTable:
         return KTable(self._plan, node.name)
 
 
-class GlobalKTable:
+class GlobalKTable(PlanFacade):
     """A table replicated in full to every task, so stream records can look it up by any
-    key without repartitioning (joins come with the joins issue).
+    key without repartitioning.
 
     >>> from tablestream.dsl import StreamsBuilder
     >>> StreamsBuilder().global_table("countries").node.store
     'countries-STATE-STORE-0000000000'
     """
 
-    __slots__ = ("_name", "_plan")
+    __slots__ = ()
 
-    def __init__(self, plan: PlanBuilder, name: str) -> None:
-        self._plan = plan
-        self._name = name
-
-    @property
-    def name(self) -> str:
-        """The name of the global table's source processor."""
-        return self._name
-
-    @property
-    def node(self) -> PlanNode:
-        """The global table's plan node (a :class:`~tablestream.plan.GlobalTableSource`)."""
-        return self._plan.node(self._name)
-
-    @property
-    def plan(self) -> PlanBuilder:
-        """The plan this table belongs to."""
-        return self._plan
 
     @property
     def queryable_store_name(self) -> str | None:
