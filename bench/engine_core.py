@@ -146,6 +146,9 @@ def main() -> None:
             "spark.sql.shuffle.partitions": str(PARTITIONS),
             "spark.sql.streaming.stateStore.providerClass":
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+            # Steady batches are handed over as a scan, as the streaming source does, not
+            # as a local relation inlined in the plan.
+            "spark.sql.execution.arrow.localRelationThreshold": "0",
         },
     )
     home = Path(tempfile.mkdtemp(prefix="tablestream-bench-"))

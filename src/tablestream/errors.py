@@ -37,3 +37,8 @@ class SerializationError(TablestreamError):
 
 class SchemaError(TablestreamError):
     """A schema (ksqlDB column list) that cannot be parsed or does not fit its format."""
+
+
+class CoPartitioningError(TablestreamError):
+    """A join that requires co-partitioned inputs (``strict``) over topics with different
+    partition counts (ksqlDB's rule and message)."""

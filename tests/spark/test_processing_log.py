@@ -12,7 +12,7 @@ from tablestream.storage.formats import get_format
 from tablestream.storage.processing_log import (
     ERROR_COLUMNS,
     decode_records,
-    processing_log_value_column,
+    processing_log_values,
 )
 
 pytestmark = pytest.mark.spark
@@ -115,10 +115,8 @@ def test_json_values_with_kafka_keys(spark):
     assert good_ids | error_ids == {(p, o) for _, _, _, p, o, _, _ in rows}
 
     logged = [
-        json.loads(bytes(r.v))
-        for r in batch.errors.orderBy("partition", "offset")
-        .select(processing_log_value_column(batch.errors).alias("v"))
-        .collect()
+        json.loads(v.as_py())
+        for v in processing_log_values(batch.errors.orderBy("partition", "offset").toArrow())
     ]
     assert logged[0] == {
         "topic": "orders",
@@ -186,11 +184,7 @@ def test_avro_and_delimited_values_with_string_keys(spark):
         (3, "value: field 'id': expected BIGINT, got 'x'", None, b"x,d,true"),
     ]
     logged = json.loads(
-        bytes(
-            batch.errors.where("offset = 1")
-            .select(processing_log_value_column(batch.errors))
-            .first()[0]
-        )
+        processing_log_values(batch.errors.where("offset = 1").toArrow())[0].as_py()
     )
     assert logged == {
         "topic": "csv",

@@ -16,6 +16,7 @@ from tablestream.dsl._common import (
 )
 from tablestream.plan import naming
 from tablestream.plan.errors import InvalidArgumentError, InvalidTypeError
+from tablestream.plan.joins import StreamGlobalTableJoin, StreamTableJoin
 from tablestream.plan.sinks import ToTopic
 from tablestream.plan.stateless import (
     Branch,
@@ -76,11 +77,12 @@ class KStream(PlanFacade):
     """
 
 
-    __slots__ = ("_repartition_required",)
+    __slots__ = ("_join_repartition", "_repartition_required")
 
     def __init__(self, plan: PlanBuilder, name: str, repartition_required: bool = False) -> None:
         super().__init__(plan, name)
         self._repartition_required = repartition_required
+        self._join_repartition: tuple[str, str] | None = None  # (prefix, repartition node)
 
     @property
     def repartition_required(self) -> bool:
@@ -373,6 +375,92 @@ class KStream(PlanFacade):
             SelectKey(node_name, self._name, self._bind(prepared, node_name, "selector"))
         )
         return grouped.KGroupedStream(self._plan, node_name, True, given)
+
+    # -- joins ---------------------------------------------------------------------------
+
+    def join(
+        self,
+        table: ktable.KTable | ktable.GlobalKTable,
+        joiner: Any,
+        *,
+        key_selector: Any = None,
+        name: str | None = None,
+        strict: bool = False,
+    ) -> KStream:
+        """Join each record with the ``table`` row of its key, as of the record's time
+        (table updates with earlier timestamps count, later ones do not); records
+        without a row produce nothing. Only stream records produce output, with the
+        stream record's key and timestamp and ``joiner(value, table value)`` as value
+        (SQL over ``left`` and ``right``, a Column, or a callable ``(left, right)``).
+
+        Against a :class:`~tablestream.dsl.GlobalKTable`, ``key_selector`` (SQL, Column or
+        callable ``(key, value)``) picks the table key; no repartitioning is needed. A
+        stream marked for repartitioning is repartitioned before a table join, through
+        ``<name>-repartition`` (a second join of the same stream reuses the topic).
+        ``strict`` rejects a table whose topic has another partition count than the
+        stream's (ksqlDB's co-partitioning rule); by default Spark's shuffle aligns them.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> customers = builder.table("customers", value_schema="name STRING")
+        >>> orders = builder.stream("orders", value_schema="customer STRING, amount DOUBLE")
+        >>> orders.select_key("customer").join(customers, "struct(left.amount, right.name)").node.name
+        'KSTREAM-JOIN-0000000005'
+        """
+        return self._join(table, joiner, key_selector, name, strict, "inner", "KStream.join()")
+
+    def left_join(
+        self,
+        table: ktable.KTable | ktable.GlobalKTable,
+        joiner: Any,
+        *,
+        key_selector: Any = None,
+        name: str | None = None,
+        strict: bool = False,
+    ) -> KStream:
+        """Like :meth:`join`, but a record without a table row (or with a null key, or a
+        key selector returning null) produces ``joiner(value, None)``.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> countries = builder.global_table("countries", value_schema="name STRING")
+        >>> visits = builder.stream("visits", value_schema="country STRING")
+        >>> visits.left_join(countries, lambda v, c: [v, c], key_selector="country").node.name
+        'KSTREAM-LEFTJOIN-0000000004'
+        """
+        return self._join(table, joiner, key_selector, name, strict, "left", "KStream.left_join()")
+
+    def _join(self, table, joiner, key_selector, name, strict, kind, method) -> KStream:
+        if not isinstance(table, (ktable.KTable, ktable.GlobalKTable)):
+            raise InvalidTypeError(f"{method}: table must be a KTable or a GlobalKTable")
+        if table.plan is not self._plan:
+            raise InvalidArgumentError(f"{method}: the table belongs to another StreamsBuilder")
+        prepared = fn.prepare(joiner, fn.JOINER, method)
+        given = check_name(name, method)
+        prefix = naming.KSTREAM_LEFTJOIN if kind == "left" else naming.KSTREAM_JOIN
+        node_name = self._plan.names.or_generate(given, prefix)
+        joiner_expr = self._bind(prepared, node_name, "joiner")
+        if isinstance(table, ktable.GlobalKTable):
+            if key_selector is None:
+                raise InvalidArgumentError(f"{method}: a GlobalKTable join needs a key_selector")
+            selector = self._bind(fn.prepare(key_selector, fn.KEY_SELECTOR, method), node_name, "key_selector")
+            self._plan.add(StreamGlobalTableJoin(node_name, self._name, table.name, selector, joiner_expr, kind))
+            self._plan.add_store_reader(table.name, node_name)
+            return KStream(self._plan, node_name, self._repartition_required)
+        if key_selector is not None:
+            raise InvalidArgumentError(f"{method}: key_selector is for GlobalKTable joins; a KTable joins on the key")
+        parent = self._name
+        if self._repartition_required:
+            parent = self._join_repartitioned(given if given is not None else self._name)
+        self._plan.add(StreamTableJoin(node_name, parent, table.name, joiner_expr, kind, bool(strict)))
+        self._plan.add_store_reader(table.name, node_name)
+        return KStream(self._plan, node_name, False)
+
+    def _join_repartitioned(self, prefix: str) -> str:
+        """``KStreamImpl.repartitionForJoin``: one repartition per stream and name."""
+        if self._join_repartition is None or self._join_repartition[0] != prefix:
+            self._join_repartition = (prefix, self._plan.repartition(self._name, prefix).name)
+        return self._join_repartition[1]
 
     # -- out -----------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ from tablestream.dsl import grouped, kstream
 from tablestream.dsl._common import PlanFacade, check_name
 from tablestream.plan import naming
 from tablestream.plan.aggregate import AggregateNode, TableGroupBy
+from tablestream.plan.errors import InvalidArgumentError, InvalidTypeError
+from tablestream.plan.joins import ForeignKeyJoin, TableTableJoin
 from tablestream.plan.sources import GlobalTableSource, TableSource
 from tablestream.plan.stateless import TableFilter, TableMapValues, ToStream, ToTable
 
@@ -43,7 +45,7 @@ class KTable(PlanFacade):
     def queryable_store_name(self) -> str | None:
         """The store a user named for this table (``materialized_as``), else ``None``."""
         node = self.node
-        if isinstance(node, (TableFilter, TableMapValues)):
+        if isinstance(node, (TableFilter, TableMapValues, TableTableJoin, ForeignKeyJoin)):
             return node.store
         if isinstance(node, (TableSource, ToTable, AggregateNode)) and node.queryable:
             return node.store
@@ -176,6 +178,113 @@ class KTable(PlanFacade):
             value_schema=value_schema,
             name=name,
         )
+
+    # -- joins ---------------------------------------------------------------------------
+
+    def join(
+        self,
+        other: KTable,
+        joiner: Any,
+        *,
+        foreign_key: Any = None,
+        name: str | None = None,
+        materialized_as: str | None = None,
+    ) -> KTable:
+        """A table of the rows of both tables with the same key, valued
+        ``joiner(left value, right value)`` (SQL over ``left`` and ``right``, a Column, or
+        a callable ``(left, right)``); updates of either side update the result and a
+        deletion on either side deletes it. The result's timestamp is the larger of the
+        two rows'.
+
+        With ``foreign_key`` (SQL over the left value, a Column, or a callable ``(value)``
+        or ``(key, value)``), each left row joins the right row whose key is its foreign
+        key (KIP-213); the result is keyed by the left key, a null foreign key matches
+        nothing, and the two topics need not be co-partitioned.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> lines = builder.table("order-lines", value_schema="product STRING, qty BIGINT")
+        >>> products = builder.table("products", value_schema="name STRING, price DOUBLE")
+        >>> priced = lines.join(products, "struct(left.qty, right.price)", foreign_key="product")
+        >>> priced.node.name
+        'KTABLE-FK-JOIN-OUTPUT-0000000006'
+        """
+        return self._join(other, joiner, foreign_key, name, materialized_as, "inner", "KTable.join()")
+
+    def left_join(
+        self,
+        other: KTable,
+        joiner: Any,
+        *,
+        foreign_key: Any = None,
+        name: str | None = None,
+        materialized_as: str | None = None,
+    ) -> KTable:
+        """Like :meth:`join`, but every left row has a result: ``joiner(left, None)``
+        while no right row matches (KIP-962: also for a null foreign key).
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> a, b = builder.table("a"), builder.table("b")
+        >>> a.left_join(b, lambda l, r: [l, r]).node.name
+        'KTABLE-MERGE-0000000006'
+        """
+        return self._join(other, joiner, foreign_key, name, materialized_as, "left", "KTable.left_join()")
+
+    def outer_join(
+        self, other: KTable, joiner: Any, *, name: str | None = None, materialized_as: str | None = None
+    ) -> KTable:
+        """Like :meth:`join`, but a key of either table has a result; the missing side
+        is ``None``.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> a, b = builder.table("a"), builder.table("b")
+        >>> a.outer_join(b, "coalesce(left, right)", materialized_as="either").queryable_store_name
+        'either'
+        """
+        return self._join(other, joiner, None, name, materialized_as, "outer", "KTable.outer_join()")
+
+    def _join(self, other, joiner, foreign_key, name, materialized_as, kind, method) -> KTable:
+        if not isinstance(other, KTable):
+            raise InvalidTypeError(f"{method}: other must be a KTable")
+        if other.plan is not self._plan:
+            raise InvalidArgumentError(f"{method}: the other table belongs to another StreamsBuilder")
+        prepared = fn.prepare(joiner, fn.JOINER, method)
+        given = check_name(name, method)
+        if foreign_key is not None:
+            extractor = fn.prepare(foreign_key, fn.FOREIGN_KEY_EXTRACTOR, method)
+            node_name = self._plan.names.or_generate(given, naming.KTABLE_FK_JOIN_OUTPUT)
+            subscriptions = self._plan.claim_store(
+                self._plan.names.new_store_name(naming.KTABLE_FK_JOIN_SUBSCRIPTION)
+                if given is None else f"{given}-subscription-store"
+            )
+            store = self._store(materialized_as, method)
+            node = ForeignKeyJoin(
+                node_name, self._name, other.name,
+                extractor.bind(self._plan, f"{node_name}.foreign_key"),
+                prepared.bind(self._plan, f"{node_name}.joiner"),
+                kind, subscriptions, store,
+            )
+            self._plan.add(node)
+            self._plan.add_store_reader(self._name, node_name)
+            self._plan.add_store_reader(other.name, node_name)
+            return KTable(self._plan, node_name)
+        this_prefix, other_prefix = {
+            "inner": (naming.KTABLE_JOINTHIS, naming.KTABLE_JOINOTHER),
+            "left": (naming.KTABLE_LEFTTHIS, naming.KTABLE_LEFTOTHER),
+            "outer": (naming.KTABLE_OUTERTHIS, naming.KTABLE_OUTEROTHER),
+        }[kind]
+        # KTableImpl.doJoin: the merge name first, then this and other.
+        merge_name = self._plan.names.or_generate(given, naming.KTABLE_MERGE)
+        this_name = self._plan.names.suffix_or_generate(given, "-join-this", this_prefix)
+        other_name = self._plan.names.suffix_or_generate(given, "-join-other", other_prefix)
+        store = self._store(materialized_as, method)
+        joiner_expr = prepared.bind(self._plan, f"{merge_name}.joiner")
+        self._plan.add(TableTableJoin(merge_name, self._name, other.name, joiner_expr, kind, this_name, other_name, store))
+        self._plan.add_store_reader(other.name, this_name)
+        self._plan.add_store_reader(self._name, other_name)
+        return KTable(self._plan, merge_name)
 
     def _store(self, materialized_as: str | None, method: str) -> str | None:
         store = check_name(materialized_as, method, "store name")

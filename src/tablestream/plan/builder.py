@@ -13,6 +13,7 @@ from tablestream.plan import naming
 from tablestream.plan.aggregate import AggregateNode
 from tablestream.plan.base import PlanNode
 from tablestream.plan.errors import TopologyError
+from tablestream.plan.joins import ForeignKeyJoin, TableTableJoin
 from tablestream.plan.naming import NameProvider
 from tablestream.plan.sources import GlobalTableSource, StreamSource, TableSource
 from tablestream.plan.stateless import Repartition, TableFilter, TableMapValues, ToTable
@@ -36,6 +37,7 @@ class PlanBuilder:
         self._source_topics: dict[str, str] = {}  # topic -> the source node reading it
         self._old_values_needed: set[str] = set()  # table nodes Kafka materializes for old values
         self._functions: dict[str, Any] = {}
+        self._readers: dict[str, list[str]] = {}  # table node -> processors reading its store
 
     # -- nodes ------------------------------------------------------------------------
 
@@ -154,19 +156,35 @@ class PlanBuilder:
         if isinstance(node, (TableSource, ToTable)):
             self._old_values_needed.add(node.name)
 
+    def add_store_reader(self, table: str, reader: str) -> None:
+        """``reader`` looks rows of ``table`` up (a join): the table's nearest store
+        upstream is materialized and lists ``reader`` (Kafka's value getter)."""
+        self.require_old_values(table)
+        node = self._nodes[table]
+        while isinstance(node, (TableFilter, TableMapValues)) and node.store is None:
+            node = self._nodes[node.parent]
+        self._readers.setdefault(node.name, []).append(reader)
+
     # -- result -------------------------------------------------------------------------
 
     def build(self) -> Topology:
         """The plan so far as an immutable :class:`Topology`."""
         stores: list[Store] = []
         for node in self._nodes.values():
+            readers = tuple(self._readers.get(node.name, ()))
             if isinstance(node, (TableSource, ToTable)):
                 if node.queryable or node.name in self._old_values_needed:
-                    stores.append(Store(node.store, "table", node.name, node.queryable))
+                    stores.append(Store(node.store, "table", node.name, node.queryable, readers))
             elif isinstance(node, GlobalTableSource):
-                stores.append(Store(node.store, "global", node.name, node.queryable))
+                stores.append(Store(node.store, "global", node.name, node.queryable, readers))
             elif isinstance(node, (TableFilter, TableMapValues)) and node.store is not None:
-                stores.append(Store(node.store, "table", node.name, True))
+                stores.append(Store(node.store, "table", node.name, True, readers))
             elif isinstance(node, AggregateNode):
-                stores.append(Store(node.store, "aggregate", node.name, node.queryable))
+                stores.append(Store(node.store, "aggregate", node.name, node.queryable, readers))
+            elif isinstance(node, ForeignKeyJoin):
+                stores.append(Store(node.subscriptions, "subscriptions", node.name, False))
+                if node.store is not None:
+                    stores.append(Store(node.store, "table", node.name, True))
+            elif isinstance(node, TableTableJoin) and node.store is not None:
+                stores.append(Store(node.store, "table", node.name, True))
         return Topology(tuple(self._nodes.values()), tuple(stores), dict(self._functions))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
+from tablestream.plan.joins import StreamGlobalTableJoin, StreamTableJoin, TableTableJoin
 from tablestream.plan.sinks import ToTopic
 from tablestream.plan.sources import GlobalTableSource, StreamSource, TableSource
 from tablestream.plan.stateless import Repartition
@@ -160,6 +161,14 @@ def _physical(topology: Topology) -> list[_Physical]:
             out.append(_Physical("source", node.name, topics=(node.topic,)))
         elif isinstance(node, ToTopic):
             out.append(_Physical("sink", node.name, node.parents, topics=(node.topic,)))
+        elif isinstance(node, TableTableJoin):
+            # KTableImpl.doJoin: each side's processor looks the other side's store up;
+            # the merge processor owns the result's store.
+            out.append(_Physical("processor", node.this_name, (node.left,), stores=tuple(stores_of.get(node.this_name, ()))))
+            out.append(_Physical("processor", node.other_name, (node.right,), stores=tuple(stores_of.get(node.other_name, ()))))
+            out.append(_Physical("processor", node.name, (node.this_name, node.other_name), stores=stores))
+        elif isinstance(node, (StreamTableJoin, StreamGlobalTableJoin)):
+            out.append(_Physical("processor", node.name, (node.parent,), stores=stores))
         else:
             out.append(_Physical("processor", node.name, node.parents, stores=stores))
     return out

@@ -12,19 +12,21 @@ from tablestream.plan.base import PlanNode
 from tablestream.plan.describe import TopologyDescription, describe
 from tablestream.plan.errors import TopologyError
 from tablestream.plan.expr import ExprRef
+from tablestream.plan.joins import TableTableJoin
 from tablestream.plan.sinks import ToTopic
 from tablestream.plan.sources import GlobalTableSource, StreamSource, TableSource
 from tablestream.plan.stateless import Repartition
 
 __all__ = ["Store", "StoreKind", "Topology"]
 
-StoreKind = Literal["table", "aggregate", "global"]
+StoreKind = Literal["table", "aggregate", "global", "subscriptions"]
 
 
 @dataclass(frozen=True, slots=True)
 class Store:
     """A state store: ``table`` (latest value per key of a table), ``aggregate`` (an
-    aggregate per group key) or ``global`` (a global table, replicated to every task).
+    aggregate per group key), ``global`` (a global table, replicated to every task) or
+    ``subscriptions`` (a foreign-key join's left rows by foreign key).
     ``owner`` is the node that writes it; ``readers`` are other nodes that read it (as
     Kafka's join processors read the other side's store); ``queryable`` when the user
     named it."""
@@ -62,9 +64,11 @@ class Topology:
                         f"Parent processor {parent} of {node.name} is not added yet."
                     )
             by_name[node.name] = node
+        # A table-table join is three Kafka processors; its sides read the stores.
+        helpers = {h for n in self.nodes if isinstance(n, TableTableJoin) for h in (n.this_name, n.other_name)}
         for store in self.stores:
             for user in (store.owner, *store.readers):
-                if user not in by_name:
+                if user not in by_name and user not in helpers:
                     raise TopologyError(
                         f"StateStore {store.name} is used by unknown processor {user}."
                     )

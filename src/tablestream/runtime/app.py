@@ -30,10 +30,10 @@ from .. import config as ts_config
 from ..errors import TablestreamError
 from ..plan.topology import Topology
 from ..storage.embedded import EmbeddedStore
-from ..storage.processing_log import processing_log_topic, processing_log_value_column
+from ..storage.processing_log import processing_log_topic, processing_log_values
 from ..storage.topic import TopicConfig
 from .compiler import BatchOutput, BatchRunner
-from .output import collect_outputs, ordered_arrow
+from .output import collect_batch
 from .state import StoreLayout
 
 
@@ -91,16 +91,21 @@ class Application:
         self.application_id = application_id
         self.store = store or EmbeddedStore(home)
         self.spark = spark or get_spark()
-        self.paths = AppPaths(ts_config.home(home if store is None else self.store.home) / "apps" / application_id)
+        self.paths = AppPaths(
+            ts_config.home(home if store is None else self.store.home) / "apps" / application_id
+        )
         self.partitions = self._fixed_partitions(partitions)
         layout = self.paths.layout
-        self.layout = StoreLayout(layout.local_dir, layout.durable_dir, snapshot_every=snapshot_every)
-        self.runner = BatchRunner(topology, self.layout, self.partitions)
+        self.layout = StoreLayout(
+            layout.local_dir, layout.durable_dir, snapshot_every=snapshot_every
+        )
         self.max_files_per_batch = max_files_per_batch
         self.compact_tables_every = compact_tables_every
         self._query = None
         self._txn_app = f"tablestream:{application_id}"
         self._ensure_topics()
+        topic_partitions = {t: self.store.topic_config(t).partitions for t in self._source_topics()}
+        self.runner = BatchRunner(topology, self.layout, self.partitions, topic_partitions)
 
     # ---------------------------------------------------------------- setup
     def _fixed_partitions(self, requested: int | None) -> int:
@@ -135,7 +140,9 @@ class Application:
         existing = set(self.store.list_topics())
         missing = [t for t in self._source_topics() if t not in existing]
         if missing:
-            raise ApplicationError(f"Source topic{'s' if len(missing) > 1 else ''} missing: {', '.join(missing)}")
+            raise ApplicationError(
+                f"Source topic{'s' if len(missing) > 1 else ''} missing: {', '.join(missing)}"
+            )
         for sink in self.topology.sinks:
             if sink.topic not in existing:
                 self.store.create_topic(TopicConfig(sink.topic, partitions=self.partitions))
@@ -158,36 +165,32 @@ class Application:
 
     def _commit(self, out: BatchOutput, batch_id: int) -> None:
         txn = (self._txn_app, batch_id)
-        for topic, table in collect_outputs(out).items():
+        collected = collect_batch(out)
+        for topic, table in collected.records.items():
             self.store.append(topic, table, txn=txn)
-        for store, frame in out.tables.items():
-            changes = ordered_arrow(frame.df, "key", "new", "ts")
+        for store, changes in collected.tables.items():
             self._append_table_changes(store, changes, batch_id)
-        if out.tables and batch_id > 0 and batch_id % self.compact_tables_every == 0:
-            for store in out.tables:
+        if collected.tables and batch_id > 0 and batch_id % self.compact_tables_every == 0:
+            for store in collected.tables:
                 self.compact_table(store)
-        if out.errors:
-            errors = out.errors[0]
-            for more in out.errors[1:]:
-                errors = errors.unionByName(more)
-            entries = (
-                errors.select("topic", "partition", "offset", "timestamp", processing_log_value_column(errors).alias("value"))
-                .toArrow()
-                .sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
-            )
-            if entries.num_rows:
-                log = pa.table({
+        if collected.errors is not None and collected.errors.num_rows:
+            entries = collected.errors
+            log = pa.table(
+                {
                     "key": pa.nulls(entries.num_rows, pa.binary()),
-                    "value": entries.column("value"),
+                    "value": processing_log_values(entries),
                     "timestamp": entries.column("timestamp"),
-                })
-                self.store.append(processing_log_topic(self.application_id), log, txn=txn)
+                }
+            )
+            self.store.append(processing_log_topic(self.application_id), log, txn=txn)
 
     def _append_table_changes(self, store: str, changes: pa.Table, batch_id: int) -> None:
         path = self.paths.table(store)
-        rows = changes.append_column("batch", pa.array([batch_id] * changes.num_rows, pa.int64())).append_column(
-            "seq", pa.array(range(changes.num_rows), pa.int64())
-        ).rename_columns(["key", "value", "ts", "batch", "seq"])
+        rows = (
+            changes.append_column("batch", pa.array([batch_id] * changes.num_rows, pa.int64()))
+            .append_column("seq", pa.array(range(changes.num_rows), pa.int64()))
+            .rename_columns(["key", "value", "ts", "batch", "seq"])
+        )
         if DeltaTable.is_deltatable(str(path)):
             done = DeltaTable(str(path)).transaction_version(self._txn_app)
             if done is not None and done >= batch_id:
@@ -197,7 +200,9 @@ class Application:
             str(path),
             rows,
             mode="append",
-            commit_properties=CommitProperties(app_transactions=[Transaction(self._txn_app, batch_id)]),
+            commit_properties=CommitProperties(
+                app_transactions=[Transaction(self._txn_app, batch_id)]
+            ),
         )
 
     def _stream(self):
@@ -209,9 +214,9 @@ class Application:
     def start(self, *, available_now: bool = False, processing_time: str | None = None):
         """Start the streaming query (``available_now``: process what is there, then stop)."""
         stream = self._stream()
-        writer = stream.writeStream.option("checkpointLocation", str(self.paths.checkpoint)).foreachBatch(
-            self.process_batch
-        )
+        writer = stream.writeStream.option(
+            "checkpointLocation", str(self.paths.checkpoint)
+        ).foreachBatch(self.process_batch)
         if available_now:
             writer = writer.trigger(availableNow=True)
         elif processing_time:
@@ -224,7 +229,9 @@ class Application:
         query = self.start(available_now=True)
         query.awaitTermination()
         if query.exception() is not None:
-            raise ApplicationError(f"Application '{self.application_id}' failed: {query.exception()}")
+            raise ApplicationError(
+                f"Application '{self.application_id}' failed: {query.exception()}"
+            )
 
     def stop(self) -> None:
         if self._query is not None:

@@ -35,21 +35,24 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from ..errors import CoPartitioningError
 from ..plan import aggregate as agg
-from ..plan import sinks, sources, stateless
+from ..plan import joins, sinks, sources, stateless
 from ..plan.expr import Expr, ExprRef, KeyValueExpr, SqlExpr
 from ..plan.topology import Topology
 from ..storage.formats import Format, get_format
-from . import tasks
+from . import join_tasks, tasks
 from .expressions import (
     JSON_TEXT,
     ValueShape,
     callable_column,
+    joiner_callable_column,
+    joiner_sql_column,
     predicate_column,
     sql_column,
     to_python,
 )
-from .frames import ORDER, Frame, canonical_bytes, from_canonical, json_text
+from .frames import ORDER, STREAM_COLUMNS, Frame, canonical_bytes, from_canonical, json_text
 from .stage import StoreStage
 from .state import StoreLayout
 
@@ -72,6 +75,7 @@ class BatchOutput:
     tables: dict[str, Frame] = field(default_factory=dict)
     errors: list[DataFrame] = field(default_factory=list)
     persisted: list[DataFrame] = field(default_factory=list)
+    once: Callable[[str, str, Callable[[], Any]], Any] = lambda owner, label, make: make()
 
     def release(self) -> None:
         for df in self.persisted:
@@ -95,11 +99,15 @@ class BatchRunner:
 
     ``partitions``: the number of state partitions of every store (fixed for the life of
     the application). ``topics``: every source topic, in a fixed order (their position
-    is the ordering key's ``o_src``).
+    is the ordering key's ``o_src``). ``topic_partitions``: partition counts of the
+    source topics, for joins that require co-partitioned inputs (``strict``).
     """
 
-    def __init__(self, topology: Topology, layout: StoreLayout, partitions: int):
+    def __init__(
+        self, topology: Topology, layout: StoreLayout, partitions: int, topic_partitions: dict[str, int] | None = None
+    ):
         self.topology = topology
+        self.topic_partitions = topic_partitions
         self.layout = layout
         self.partitions = partitions
         topics: list[str] = []
@@ -109,11 +117,24 @@ class BatchRunner:
                     topics.append(topic)
         self.topics = tuple(topics)
         self.functions = topology.functions
+        # Columns, types and schemas of every rule, built in the first batch and reused:
+        # they depend on the plan and the source formats only, never on a batch's rows
+        # (Spark Columns are unresolved expressions), and building them costs py4j calls.
+        self._memo: dict[tuple[str, str], Any] = {}
+
+    def once(self, owner: str, label: str, make: Callable[[], Any]) -> Any:
+        """``make()`` the first time ``(owner, label)`` is asked for; the same object after."""
+        key = (owner, label)
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
 
     # ----------------------------------------------------------------------- batch
     def run(self, records: DataFrame, batch_id: int) -> BatchOutput:
         """Compute one batch. ``records`` has the normalized topic columns."""
-        out = BatchOutput()
+        out = BatchOutput(once=self.once)
         self._out = out
         self._batch_id = batch_id
         self._records = _with_order_time(records)
@@ -122,7 +143,9 @@ class BatchRunner:
         for node in self.topology.nodes:
             rule = getattr(self, f"visit_{type(node).__name__}", None)
             if rule is None:
-                raise UnsupportedNodeError(f"No runtime rule for plan node {type(node).__name__} ({node.name})")
+                raise UnsupportedNodeError(
+                    f"No runtime rule for plan node {type(node).__name__} ({node.name})"
+                )
             result = rule(node)
             if result is not None:
                 frames[node.name] = result
@@ -131,27 +154,62 @@ class BatchRunner:
     def _frame(self, name: str) -> Frame:
         return self._frames[name]
 
-    def _persist(self, df: DataFrame) -> DataFrame:
-        """Run a store stage once for this batch: the first action that needs its rows
-        computes and caches them, later rules and sinks reuse them (a recomputation
-        after an eviction is a replay, which the stores make exact)."""
+    def _persist(self, df: DataFrame, node=None) -> DataFrame:
+        """Run a store stage once for this batch. Rows that reach more than one consumer
+        (children, sinks, the materialized table) are cached by the first action that
+        needs them and reused after (a recomputation after an eviction is a replay,
+        which the stores make exact); rows with one consumer flow straight into it."""
+        if node is not None and self._uses(node.name) <= 1:
+            return df
         df = df.persist()
         self._out.persisted.append(df)
         return df
 
+    def _uses(self, name: str) -> int:
+        """How many times one batch reads a node's rows: once per materialized table
+        output, once per store stage or sink it feeds, and through stateless children."""
+        return self.once(name, "uses", lambda: self._count_uses(name))
+
+    def _count_uses(self, name: str) -> int:
+        node = self.topology.node(name)
+        if isinstance(node, _STAGE_NODES):
+            uses = 1 if getattr(node, "queryable", False) else 0
+        else:
+            uses = 1 if getattr(node, "store", None) else 0  # a materialized stateless table
+        for child in self.topology.nodes:
+            if name not in child.parents:
+                continue
+            if isinstance(child, (*_STAGE_NODES, sinks.ToTopic, stateless.Peek)):
+                uses += 1
+            else:
+                uses += self._count_uses(child.name)
+        return uses
+
     def _stage(self, store: str) -> StoreStage:
-        return StoreStage(self.layout, store, self.partitions, self._batch_id)
+        return StoreStage(self.layout, store, self.partitions, self._batch_id, self.once)
 
     # --------------------------------------------------------------------- sources
     def _decode_source(self, node, *, table: bool) -> tuple[DataFrame, Format, Format]:
-        topics = getattr(node, "topics", None) or (node.topic,)
         key_format = get_format(node.key_format, node.key_schema)
         value_format = get_format(node.value_format, node.value_schema)
-        raw = self._records.where(F.col("topic").isin(list(topics)))
+        topic_filter, columns, bad, error_columns = self.once(
+            node.name,
+            "decode",
+            lambda: self._decode_columns(node, key_format, value_format, table=table),
+        )
+        decoded = self._records.where(topic_filter).select(*columns)
+        self._out.errors.append(decoded.where(bad).select(*error_columns))
+        return decoded.where(~bad), key_format, value_format
+
+    def _decode_columns(self, node, key_format: Format, value_format: Format, *, table: bool):
+        topics = getattr(node, "topics", None) or (node.topic,)
         k = key_format.decode_checked(F.col("key"))
         v = value_format.decode_checked(F.col("value"))
-        src = F.array_position(F.array(*[F.lit(t) for t in self.topics]), F.col("topic")).cast("int") - 1
-        decoded = raw.select(
+        src = (
+            F.array_position(F.array(*[F.lit(t) for t in self.topics]), F.col("topic")).cast("int")
+            - 1
+        )
+        columns = [
             F.col("key").alias("raw_key"),
             F.col("value").alias("raw_value"),
             k.value.alias("key"),
@@ -167,7 +225,7 @@ class BatchRunner:
             F.col("partition").alias("o_part"),
             F.col("offset").alias("o_off"),
             F.lit(0).alias("o_idx"),
-        )
+        ]
         failed = F.col("key_failed") | F.col("value_failed")
         bad = failed | (F.col("raw_key").isNull() if table else F.lit(False))
         # Reasons come from the formats' Python readers, run on the bad rows only.
@@ -177,19 +235,25 @@ class BatchRunner:
             "; ",
             F.when(F.col("key_failed"), F.concat(F.lit("key: "), key_reason)),
             F.when(F.col("value_failed"), F.concat(F.lit("value: "), value_reason)),
-            F.when(~failed & F.col("raw_key").isNull(), F.lit("key: a table record needs a key (null key dropped)")),
+            F.when(
+                ~failed & F.col("raw_key").isNull(),
+                F.lit("key: a table record needs a key (null key dropped)"),
+            ),
         )
-        self._out.errors.append(
-            decoded.where(bad).select(
-                "topic", "partition", "offset", F.col("ts").alias("timestamp"),
-                reasons.alias("error"), F.col("raw_key").alias("key"), F.col("raw_value").alias("value"),
-            )
-        )
-        return decoded.where(~bad), key_format, value_format
+        error_columns = [
+            "topic",
+            "partition",
+            "offset",
+            F.col("ts").alias("timestamp"),
+            reasons.alias("error"),
+            F.col("raw_key").alias("key"),
+            F.col("raw_value").alias("value"),
+        ]
+        return F.col("topic").isin(list(topics)), columns, bad, error_columns
 
     def visit_StreamSource(self, node: sources.StreamSource) -> Frame:
         good, key_format, value_format = self._decode_source(node, table=False)
-        df = good.select("key", "value", "ts", *ORDER)
+        df = good.select(*STREAM_COLUMNS)
         df = self._apply_timestamp(node, df, key_format, value_format)
         return Frame(df, "stream", key_format.spark_type(), _shape(value_format))
 
@@ -197,18 +261,35 @@ class BatchRunner:
         good, key_format, value_format = self._decode_source(node, table=True)
         key_type = key_format.spark_type()
         shape = _shape(value_format)
-        stage_in = good.select(
-            canonical_bytes(F.col("key")).alias("kb"), F.col("raw_value").alias("vb"), "ts", *ORDER
+        stage_in_columns, out_columns = self.once(
+            node.name,
+            "columns",
+            lambda: (
+                [
+                    canonical_bytes(F.col("key")).alias("kb"),
+                    F.col("raw_value").alias("vb"),
+                    "ts",
+                    *ORDER,
+                ],
+                [
+                    from_canonical(F.col("kb"), key_type).alias("key"),
+                    value_format.decode(F.col("old"))[0].alias("old"),
+                    value_format.decode(F.col("new"))[0].alias("new"),
+                    "ts",
+                    *ORDER,
+                ],
+            ),
         )
-        changed = self._persist(self._stage(node.store).run(stage_in, "kb", tasks.upsert, _UPSERT_SCHEMA))
-        df = changed.select(
-            from_canonical(F.col("kb"), key_type).alias("key"),
-            value_format.decode(F.col("old"))[0].alias("old"),
-            value_format.decode(F.col("new"))[0].alias("new"),
-            "ts",
-            *ORDER,
+        changed = self._persist(
+            self._stage(node.store).run(
+                good.select(*stage_in_columns), "kb", tasks.upsert, _UPSERT_SCHEMA
+            ),
+            node,
         )
-        frame = Frame(df, "table", key_type, shape)
+        versions = good.select(*self.once(node.name, "versions", lambda: [
+            "key", F.col("value").alias("new"), "ts", *ORDER,
+        ]))
+        frame = Frame(changed.select(*out_columns), "table", key_type, shape, versions=versions)
         if node.queryable:
             self._out.tables[node.store] = frame
         return frame
@@ -223,8 +304,14 @@ class BatchRunner:
     # ------------------------------------------------------------- stream stateless
     def visit_Filter(self, node: stateless.Filter) -> Frame:
         frame = self._frame(node.parent)
-        keep = predicate_column(node.predicate, frame.value, self.functions, key_json=frame.key_json)
-        return frame.with_df(frame.df.where(~keep if node.negate else keep))
+
+        def condition() -> Column:
+            keep = predicate_column(
+                node.predicate, frame.value, self.functions, key_json=frame.key_json
+            )
+            return ~keep if node.negate else keep
+
+        return frame.with_df(frame.df.where(self.once(node.name, "condition", condition)))
 
     def visit_Peek(self, node: stateless.Peek) -> Frame:
         frame = self._frame(node.parent)
@@ -233,7 +320,9 @@ class BatchRunner:
 
         def run(batches):
             for batch in batches:
-                for k, v in zip(batch.column("key").to_pylist(), batch.column("value").to_pylist(), strict=True):
+                for k, v in zip(
+                    batch.column("key").to_pylist(), batch.column("value").to_pylist(), strict=True
+                ):
                     action(k, to_python(v, shape))
                 yield batch
 
@@ -242,14 +331,15 @@ class BatchRunner:
 
     def visit_MapValues(self, node: stateless.MapValues) -> Frame:
         frame = self._frame(node.parent)
-        value, shape = self._value_expr(node.mapper, frame)
+        value, shape = self.once(node.name, "value", lambda: self._value_expr(node.mapper, frame))
         return frame.with_df(frame.df.withColumn("value", value), value=shape)
 
     def visit_SelectKey(self, node: stateless.SelectKey) -> Frame:
         frame = self._frame(node.parent)
-        key, shape = self._value_expr(node.selector, frame)
+        key, shape = self.once(node.name, "key", lambda: self._value_expr(node.selector, frame))
         df = frame.df.withColumn("key", key)
-        return frame.with_df(df, key_type=df.schema["key"].dataType, key_json=shape.json_text)
+        key_type = self.once(node.name, "key-type", lambda: df.schema["key"].dataType)
+        return frame.with_df(df, key_type=key_type, key_json=shape.json_text)
 
     def visit_Map(self, node: stateless.Map) -> Frame:
         frame = self._frame(node.parent)
@@ -257,7 +347,9 @@ class BatchRunner:
             key, key_shape = self._value_expr(node.mapper.key, frame)
             value, shape = self._value_expr(node.mapper.value, frame)
             df = frame.df.select(key.alias("key"), value.alias("value"), "ts", *ORDER)
-            return frame.with_df(df, key_type=df.schema["key"].dataType, value=shape, key_json=key_shape.json_text)
+            return frame.with_df(
+                df, key_type=df.schema["key"].dataType, value=shape, key_json=key_shape.json_text
+            )
         pair = self._callable(node.mapper, frame, _PAIR_TYPE, pair=True)
         df = frame.df.select(pair.alias("p"), "ts", *ORDER).select(
             F.col("p.k").alias("key"), F.col("p.v").alias("value"), "ts", *ORDER
@@ -285,21 +377,32 @@ class BatchRunner:
         else:
             pairs = self._callable(node.mapper, frame, ArrayType(_PAIR_TYPE), pair=True, many=True)
             json_pairs = True
-        df = frame.df.select(F.posexplode(pairs).alias("o_idx_new", "p"), "ts", *[c for c in ORDER if c != "o_idx"])
+        df = frame.df.select(
+            F.posexplode(pairs).alias("o_idx_new", "p"), "ts", *[c for c in ORDER if c != "o_idx"]
+        )
         df = df.select(
             F.col("p.key" if not json_pairs else "p.k").alias("key"),
             F.col("p.value" if not json_pairs else "p.v").alias("value"),
-            "ts", "o_ts", "o_src", "o_part", "o_off", F.col("o_idx_new").cast("int").alias("o_idx"),
+            "ts",
+            "o_ts",
+            "o_src",
+            "o_part",
+            "o_off",
+            F.col("o_idx_new").cast("int").alias("o_idx"),
         )
         if json_pairs:
             return frame.with_df(df, key_type=StringType(), value=JSON_TEXT, key_json=True)
-        return frame.with_df(df, key_type=df.schema["key"].dataType, value=ValueShape(df.schema["value"].dataType))
+        return frame.with_df(
+            df, key_type=df.schema["key"].dataType, value=ValueShape(df.schema["value"].dataType)
+        )
 
     def visit_Merge(self, node: stateless.Merge) -> Frame:
         parents = [self._frame(p) for p in node.parents]
         first = parents[0]
         same_values = all(p.value == first.value for p in parents)
-        same_keys = all(p.key_type == first.key_type and p.key_json == first.key_json for p in parents)
+        same_keys = all(
+            p.key_type == first.key_type and p.key_json == first.key_json for p in parents
+        )
         frames = []
         for p in parents:
             df = p.df
@@ -326,9 +429,13 @@ class BatchRunner:
         frame = self._frame(node.parent)
         keep = F.lit(True)
         for earlier in node.preceding:
-            keep = keep & ~predicate_column(earlier, frame.value, self.functions, key_json=frame.key_json)
+            keep = keep & ~predicate_column(
+                earlier, frame.value, self.functions, key_json=frame.key_json
+            )
         if node.predicate is not None:
-            keep = keep & predicate_column(node.predicate, frame.value, self.functions, key_json=frame.key_json)
+            keep = keep & predicate_column(
+                node.predicate, frame.value, self.functions, key_json=frame.key_json
+            )
         return frame.with_df(frame.df.where(keep))
 
     def visit_Repartition(self, node: stateless.Repartition) -> Frame:
@@ -337,21 +444,34 @@ class BatchRunner:
 
     def visit_ToTable(self, node: stateless.ToTable) -> Frame:
         frame = self._frame(node.parent)
-        stage_in = frame.df.where(F.col("key").isNotNull()).select(
-            canonical_bytes(F.col("key")).alias("kb"),
-            canonical_bytes(F.col("value")).alias("vb"),
-            "ts",
-            *ORDER,
-        )
-        changed = self._persist(self._stage(node.store).run(stage_in, "kb", tasks.upsert, _UPSERT_SCHEMA))
         dtype = frame.value.dtype
-        df = changed.select(
-            from_canonical(F.col("kb"), frame.key_type).alias("key"),
-            from_canonical(F.col("old"), dtype).alias("old"),
-            from_canonical(F.col("new"), dtype).alias("new"),
-            "ts",
-            *ORDER,
+        keyed, stage_in, result = self.once(
+            node.name,
+            "columns",
+            lambda: (
+                F.col("key").isNotNull(),
+                [
+                    canonical_bytes(F.col("key")).alias("kb"),
+                    canonical_bytes(F.col("value")).alias("vb"),
+                    "ts",
+                    *ORDER,
+                ],
+                [
+                    from_canonical(F.col("kb"), frame.key_type).alias("key"),
+                    from_canonical(F.col("old"), dtype).alias("old"),
+                    from_canonical(F.col("new"), dtype).alias("new"),
+                    "ts",
+                    *ORDER,
+                ],
+            ),
         )
+        changed = self._persist(
+            self._stage(node.store).run(
+                frame.df.where(keyed).select(*stage_in), "kb", tasks.upsert, _UPSERT_SCHEMA
+            ),
+            node,
+        )
+        df = changed.select(*result)
         table = Frame(df, "table", frame.key_type, frame.value, key_json=frame.key_json)
         if node.queryable:
             self._out.tables[node.store] = table
@@ -366,30 +486,56 @@ class BatchRunner:
     def visit_TableFilter(self, node: stateless.TableFilter) -> Frame:
         frame = self._frame(node.parent)
         df = self._sides(
+            node,
             frame,
-            {"keep": lambda: predicate_column(
-                node.predicate, frame.value, self.functions, key_json=frame.key_json, skip_null=True)},
+            {
+                "keep": lambda: predicate_column(
+                    node.predicate,
+                    frame.value,
+                    self.functions,
+                    key_json=frame.key_json,
+                    skip_null=True,
+                )
+            },
         )
 
         def passes(side: str) -> Column:
             keep = F.coalesce(F.col(f"_{side}_keep"), F.lit(False))
             return ~keep if node.negate else keep
 
-        df = df.select(
-            "key",
-            F.when(passes("old"), F.col("old")).alias("old"),
-            F.when(passes("new"), F.col("new")).alias("new"),
-            "ts",
-            *ORDER,
+        columns, changed = self.once(
+            node.name,
+            "columns",
+            lambda: (
+                [
+                    "key",
+                    F.when(passes("old"), F.col("old")).alias("old"),
+                    F.when(passes("new"), F.col("new")).alias("new"),
+                    "ts",
+                    *ORDER,
+                ],
+                _changed(),
+            ),
         )
-        return self._table_result(node, frame.with_df(_changed_only(df)))
+        return self._table_result(node, frame.with_df(df.select(*columns).where(changed)))
 
     def visit_TableMapValues(self, node: stateless.TableMapValues) -> Frame:
         frame = self._frame(node.parent)
-        _, shape = self._value_expr(node.mapper, frame)
-        df = self._sides(frame, {"v": lambda: self._value_expr(node.mapper, frame, skip_null=True)[0]})
-        df = df.select("key", F.col("_old_v").alias("old"), F.col("_new_v").alias("new"), "ts", *ORDER)
-        return self._table_result(node, frame.with_df(_changed_only(df), value=shape))
+        shape, columns, changed = self.once(
+            node.name,
+            "columns",
+            lambda: (
+                self._value_expr(node.mapper, frame)[1],
+                ["key", F.col("_old_v").alias("old"), F.col("_new_v").alias("new"), "ts", *ORDER],
+                _changed(),
+            ),
+        )
+        df = self._sides(
+            node, frame, {"v": lambda: self._value_expr(node.mapper, frame, skip_null=True)[0]}
+        )
+        return self._table_result(
+            node, frame.with_df(df.select(*columns).where(changed), value=shape)
+        )
 
     def _table_result(self, node, frame: Frame) -> Frame:
         if getattr(node, "store", None):
@@ -400,63 +546,108 @@ class BatchRunner:
     def visit_TableGroupBy(self, node: agg.TableGroupBy) -> Frame:
         """Each change becomes the old row's (group key, value) and the new row's."""
         frame = self._frame(node.parent)
+        sides, columns, shape, key_json = self.once(
+            node.name, "columns", lambda: self._group_by_columns(node, frame)
+        )
+        df = self._sides(node, frame, sides).select(*columns)
+        key_type = self.once(node.name, "key-type", lambda: df.schema["new_gk"].dataType)
+        return Frame(df, "grouped", key_type, shape, key_json=key_json)
+
+    def _group_by_columns(self, node: agg.TableGroupBy, frame: Frame):
         if isinstance(node.mapper, KeyValueExpr):
             mapper = node.mapper
             _, key_shape = self._value_expr(mapper.key, frame)
             _, shape = self._value_expr(mapper.value, frame)
-            df = self._sides(frame, {
+            sides = {
                 "gk": lambda: self._value_expr(mapper.key, frame, skip_null=True)[0],
                 "gv": lambda: self._value_expr(mapper.value, frame, skip_null=True)[0],
-            })
+            }
+            picked = {
+                f"{side}_{part}": F.col(f"_{side}_{part}")
+                for side in ("old", "new")
+                for part in ("gk", "gv")
+            }
             key_json = key_shape.json_text
         else:
-            df = self._sides(frame, {"pair": lambda: self._callable(node.mapper, frame, _PAIR_TYPE, pair=True, skip_null=True)})
-            for side in ("old", "new"):
-                df = df.withColumn(f"_{side}_gk", F.col(f"_{side}_pair.k")).withColumn(f"_{side}_gv", F.col(f"_{side}_pair.v"))
+            sides = {
+                "pair": lambda: self._callable(
+                    node.mapper, frame, _PAIR_TYPE, pair=True, skip_null=True
+                )
+            }
+            picked = {
+                f"{side}_{part}": F.col(f"_{side}_pair.{field}")
+                for side in ("old", "new")
+                for part, field in (("gk", "k"), ("gv", "v"))
+            }
             shape, key_json = JSON_TEXT, True
-        df = df.select(
+        columns = [
             canonical_bytes(F.col("key")).alias("skb"),
-            F.col("_old_gk").alias("old_gk"),
-            F.col("_old_gv").alias("old_gv"),
-            F.col("_new_gk").alias("new_gk"),
-            F.col("_new_gv").alias("new_gv"),
+            *[col.alias(name) for name, col in picked.items()],
             "ts",
             *ORDER,
-        )
-        return Frame(df, "grouped", df.schema["new_gk"].dataType, shape, key_json=key_json)
+        ]
+        return sides, columns, shape, key_json
 
-    def _signed_rows(self, frame: Frame, value: Callable[[str], Column]) -> DataFrame:
+    def _signed_rows(self, node, frame: Frame, value: Callable[[str], Column]) -> DataFrame:
         """One row per group contribution: ``gkb, gk, sign, v, skb, ts, order`` (a table
         change contributes -old to its old group and +new to its new group; a stream
         record +value to its key's group)."""
         if frame.kind == "grouped":
-            parts = []
-            for sign, side in ((-1, "old"), (1, "new")):
-                gk, gv = F.col(f"{side}_gk"), F.col(f"{side}_gv")
-                # ``value`` is bound to this side's group value, as for a stream record.
-                side_rows = frame.df.where(gk.isNotNull() & gv.isNotNull()).withColumn("value", gv)
-                parts.append(
-                    side_rows.select(
-                        canonical_bytes(gk).alias("gkb"),
-                        gk.alias("gk"),
-                        F.lit(sign).cast("int").alias("sign"),
-                        value("value").alias("v"),
-                        "skb",
-                        "ts",
-                        *ORDER,
-                    )
+
+            def side_columns():
+                # Both sides in one pass: an array of the (sign, group key, group value)
+                # of the old and the new row, exploded; ``value`` is then bound to the
+                # side's group value, as for a stream record.
+                sides = F.array(
+                    *[
+                        F.struct(
+                            F.lit(sign).cast("int").alias("sign"),
+                            F.col(f"{side}_gk").alias("gk"),
+                            F.col(f"{side}_gv").alias("value"),
+                        )
+                        for sign, side in ((-1, "old"), (1, "new"))
+                    ]
                 )
-            return parts[0].unionByName(parts[1])
-        df = frame.df.where(F.col("key").isNotNull() & F.col("value").isNotNull())
-        return df.select(
-            canonical_bytes(F.col("key")).alias("gkb"),
-            F.col("key").alias("gk"),
-            F.lit(1).cast("int").alias("sign"),
-            value("value").alias("v"),
-            F.lit(None).cast("binary").alias("skb"),
-            "ts",
-            *ORDER,
+                exploded = [F.explode(sides).alias("_side"), "skb", "ts", *ORDER]
+                flat = [
+                    F.col("_side.sign").alias("sign"),
+                    F.col("_side.gk").alias("gk"),
+                    F.col("_side.value").alias("value"),
+                    "skb",
+                    "ts",
+                    *ORDER,
+                ]
+                present = F.col("gk").isNotNull() & F.col("value").isNotNull()
+                columns = [
+                    canonical_bytes(F.col("gk")).alias("gkb"),
+                    "gk",
+                    "sign",
+                    value("value").alias("v"),
+                    "skb",
+                    "ts",
+                    *ORDER,
+                ]
+                return exploded, flat, present, columns
+
+            exploded, flat, present, columns = self.once(node.name, "signed-rows", side_columns)
+            return frame.df.select(*exploded).select(*flat).where(present).select(*columns)
+        present, columns = self.once(
+            node.name,
+            "signed-rows",
+            lambda: (
+                F.col("key").isNotNull() & F.col("value").isNotNull(),
+                [
+                    canonical_bytes(F.col("key")).alias("gkb"),
+                    F.col("key").alias("gk"),
+                    F.lit(1).cast("int").alias("sign"),
+                    value("value").alias("v"),
+                    F.lit(None).cast("binary").alias("skb"),
+                    "ts",
+                    *ORDER,
+                ],
+            ),
         )
+        return frame.df.where(present).select(*columns)
 
     def _column_of(self, expr: Expr, frame: Frame) -> Callable[[str], Column]:
         def value(side: str) -> Column:
@@ -470,37 +661,69 @@ class BatchRunner:
 
     def _numeric(self, node: agg.AggregateNode, column: Expr | None) -> Frame:
         frame = self._frame(node.parent)
-        value = self._column_of(column, frame) if column is not None else (lambda _: F.lit(None).cast("long"))
-        rows = self._signed_rows(frame, value)
-        vtype = rows.schema["v"].dataType
+        value = (
+            self._column_of(column, frame)
+            if column is not None
+            else (lambda _: F.lit(None).cast("long"))
+        )
+        rows = self._signed_rows(node, frame, value)
+        vtype, key_type = self.once(
+            node.name, "types", lambda: (rows.schema["v"].dataType, rows.schema["gk"].dataType)
+        )
         if column is None or _is_integral(vtype):
             floating = False
         elif isinstance(vtype, (DoubleType, FloatType, DecimalType)):
             floating = True
         else:
-            raise AggregateTypeError(f"{node.name}: cannot sum or average a {vtype.simpleString()} column")
-        rows = rows.withColumn("v", F.col("v").cast("double" if floating else "long"))
-        out_schema = _numeric_schema(floating)
+            raise AggregateTypeError(
+                f"{node.name}: cannot sum or average a {vtype.simpleString()} column"
+            )
+        columns = self.once(
+            node.name,
+            "stage-in",
+            lambda: [
+                "gkb",
+                "sign",
+                F.col("v").cast("double" if floating else "long").alias("v"),
+                "ts",
+                *ORDER,
+            ],
+        )
         changed = self._persist(
             self._stage(node.store).run(
-                rows.select("gkb", "sign", "v", "ts", *ORDER),
+                rows.select(*columns),
                 "gkb",
                 lambda t, s: tasks.aggregate_deltas(t, s, floating=floating),
-                out_schema,
-            )
+                _numeric_schema(floating),
+            ),
+            node,
         )
-        key_type = rows.schema["gk"].dataType
         return changed, key_type, floating
 
-    def _numeric_frame(self, node, df: DataFrame, key_type: DataType, old: Column, new: Column, dtype: DataType) -> Frame:
-        result = df.select(
-            from_canonical(F.col("gkb"), key_type).alias("key"),
-            old.alias("old"),
-            new.alias("new"),
-            "ts",
-            *[F.lit(v).alias(c) for c, v in zip(ORDER, (0, 0, 0, 0, 0), strict=True)],
-        ).withColumn("o_ts", F.col("ts"))
-        frame = Frame(result, "table", key_type, ValueShape(dtype), key_json=self._frame(node.parent).key_json)
+    def _numeric_frame(
+        self,
+        node,
+        df: DataFrame,
+        key_type: DataType,
+        old: Callable[[], Column],
+        new: Callable[[], Column],
+        dtype: DataType,
+    ) -> Frame:
+        columns = self.once(
+            node.name,
+            "result",
+            lambda: [
+                from_canonical(F.col("gkb"), key_type).alias("key"),
+                old().alias("old"),
+                new().alias("new"),
+                "ts",
+                *_aggregate_order(),
+            ],
+        )
+        result = df.select(*columns)
+        frame = Frame(
+            result, "table", key_type, ValueShape(dtype), key_json=self._frame(node.parent).key_json
+        )
         if node.queryable:
             self._out.tables[node.store] = frame
         return frame
@@ -508,9 +731,11 @@ class BatchRunner:
     def visit_Count(self, node: agg.Count) -> Frame:
         changed, key_type, _ = self._numeric(node, None)
         return self._numeric_frame(
-            node, changed, key_type,
-            F.when(F.col("old_members") > 0, F.col("old_members")),
-            F.when(F.col("new_members") > 0, F.col("new_members")),
+            node,
+            changed,
+            key_type,
+            lambda: F.when(F.col("old_members") > 0, F.col("old_members")),
+            lambda: F.when(F.col("new_members") > 0, F.col("new_members")),
             LongType(),
         )
 
@@ -518,19 +743,27 @@ class BatchRunner:
         changed, key_type, floating = self._numeric(node, node.column)
         dtype = DoubleType() if floating else LongType()
         return self._numeric_frame(
-            node, changed, key_type,
+            node,
+            changed,
+            key_type,
             # ksqlDB's SUM ignores nulls and starts at 0: a group of null values sums to 0.
-            F.when(F.col("old_members") > 0, F.col("old_total")),
-            F.when(F.col("new_members") > 0, F.col("new_total")),
+            lambda: F.when(F.col("old_members") > 0, F.col("old_total")),
+            lambda: F.when(F.col("new_members") > 0, F.col("new_total")),
             dtype,
         )
 
     def visit_Avg(self, node: agg.Avg) -> Frame:
         changed, key_type, _ = self._numeric(node, node.column)
         return self._numeric_frame(
-            node, changed, key_type,
-            F.when(F.col("old_nonnull") > 0, F.col("old_total").cast("double") / F.col("old_nonnull")),
-            F.when(F.col("new_nonnull") > 0, F.col("new_total").cast("double") / F.col("new_nonnull")),
+            node,
+            changed,
+            key_type,
+            lambda: F.when(
+                F.col("old_nonnull") > 0, F.col("old_total").cast("double") / F.col("old_nonnull")
+            ),
+            lambda: F.when(
+                F.col("new_nonnull") > 0, F.col("new_total").cast("double") / F.col("new_nonnull")
+            ),
             DoubleType(),
         )
 
@@ -543,18 +776,39 @@ class BatchRunner:
     def _extreme(self, node, which: str) -> Frame:
         frame = self._frame(node.parent)
         value = self._column_of(node.column, frame)
-        rows = self._signed_rows(frame, value)
-        vtype = rows.schema["v"].dataType
+        rows = self._signed_rows(node, frame, value)
+        vtype, key_type = self.once(
+            node.name, "types", lambda: (rows.schema["v"].dataType, rows.schema["gk"].dataType)
+        )
         if not isinstance(vtype, _ORDERED_TYPES):
-            raise AggregateTypeError(f"{node.name}: cannot take the {which} of a {vtype.simpleString()} column")
-        key_type = rows.schema["gk"].dataType
+            raise AggregateTypeError(
+                f"{node.name}: cannot take the {which} of a {vtype.simpleString()} column"
+            )
         rows = rows.select(
-            "gkb", "sign", canonical_bytes(F.col("v")).alias("vb"), F.col("v"),
-            F.coalesce(F.col("skb"), F.concat(F.col("o_src").cast("string").cast("binary"), F.lit(b"|"),
-                       F.col("o_part").cast("string").cast("binary"), F.lit(b"|"),
-                       F.col("o_off").cast("string").cast("binary"), F.lit(b"|"),
-                       F.col("o_idx").cast("string").cast("binary"))).alias("skb"),
-            "ts", *ORDER,
+            *self.once(
+                node.name,
+                "stage-in",
+                lambda: [
+                    "gkb",
+                    "sign",
+                    canonical_bytes(F.col("v")).alias("vb"),
+                    F.col("v"),
+                    F.coalesce(
+                        F.col("skb"),
+                        F.concat(
+                            F.col("o_src").cast("string").cast("binary"),
+                            F.lit(b"|"),
+                            F.col("o_part").cast("string").cast("binary"),
+                            F.lit(b"|"),
+                            F.col("o_off").cast("string").cast("binary"),
+                            F.lit(b"|"),
+                            F.col("o_idx").cast("string").cast("binary"),
+                        ),
+                    ).alias("skb"),
+                    "ts",
+                    *ORDER,
+                ],
+            )
         )
         stream = frame.kind == "stream"
         changed = self._persist(
@@ -563,60 +817,332 @@ class BatchRunner:
                 "gkb",
                 lambda t, s: tasks.extreme_groups(t, s, which=which, stream=stream),
                 _EXTREME_SCHEMA,
-            )
+            ),
+            node,
         )
         return self._numeric_frame(
-            node, changed, key_type,
-            from_canonical(F.col("old_vb"), vtype), from_canonical(F.col("new_vb"), vtype), vtype,
+            node,
+            changed,
+            key_type,
+            lambda: from_canonical(F.col("old_vb"), vtype),
+            lambda: from_canonical(F.col("new_vb"), vtype),
+            vtype,
         )
 
     def visit_Reduce(self, node: agg.Reduce) -> Frame:
-        return self._fold(node, initializer=None, adder=node.adder, subtractor=node.subtractor, reduce=True)
+        return self._fold(
+            node, initializer=None, adder=node.adder, subtractor=node.subtractor, reduce=True
+        )
 
     def visit_Aggregate(self, node: agg.Aggregate) -> Frame:
-        return self._fold(node, initializer=node.initializer, adder=node.adder, subtractor=node.subtractor, reduce=False)
+        return self._fold(
+            node,
+            initializer=node.initializer,
+            adder=node.adder,
+            subtractor=node.subtractor,
+            reduce=False,
+        )
 
     def _fold(self, node, *, initializer, adder, subtractor, reduce: bool) -> Frame:
         frame = self._frame(node.parent)
         for expr in (initializer, adder, subtractor):
             if expr is not None and not (isinstance(expr, ExprRef) and expr.kind == "callable"):
-                raise UnsupportedNodeError(f"{node.name}: reduce and aggregate take Python callables")
+                raise UnsupportedNodeError(
+                    f"{node.name}: reduce and aggregate take Python callables"
+                )
         shape = frame.value
-        rows = self._signed_rows(frame, lambda side: json_text(F.col(side), shape.dtype) if not shape.json_text else F.col(side))
-        key_type = rows.schema["gk"].dataType
+        rows = self._signed_rows(
+            node,
+            frame,
+            lambda side: (
+                json_text(F.col(side), shape.dtype) if not shape.json_text else F.col(side)
+            ),
+        )
+        key_type = self.once(node.name, "key-type", lambda: rows.schema["gk"].dataType)
         rows = rows.select(
-            "gkb", "sign", F.col("v").alias("vj"), "skb",
-            json_text(F.col("gk"), key_type).alias("gkj"), "ts", *ORDER,
+            *self.once(
+                node.name,
+                "stage-in",
+                lambda: [
+                    "gkb",
+                    "sign",
+                    F.col("v").alias("vj"),
+                    "skb",
+                    json_text(F.col("gk"), key_type).alias("gkj"),
+                    "ts",
+                    *ORDER,
+                ],
+            )
         )
         init = self.functions[initializer.ref] if initializer is not None else None
         add = self.functions[adder.ref]
         sub = self.functions[subtractor.ref] if subtractor is not None else None
         kernel = tasks.FoldKernel(
-            initializer=init, adder=add, subtractor=sub, reduce=reduce,
-            adder_arity=adder.arity, subtractor_arity=subtractor.arity if subtractor is not None else None,
+            initializer=init,
+            adder=add,
+            subtractor=sub,
+            reduce=reduce,
+            adder_arity=adder.arity,
+            subtractor_arity=subtractor.arity if subtractor is not None else None,
         )
-        changed = self._persist(self._stage(node.store).run(rows, "gkb", kernel, _FOLD_SCHEMA))
+        changed = self._persist(
+            self._stage(node.store).run(rows, "gkb", kernel, _FOLD_SCHEMA), node
+        )
         result = changed.select(
-            from_canonical(F.col("gkb"), key_type).alias("key"),
-            F.col("old").alias("old"),
-            F.col("new").alias("new"),
-            "ts",
-            *[F.lit(0).cast(t).alias(c) for c, t in zip(ORDER, ("long", "int", "int", "long", "int"), strict=True)],
-        ).withColumn("o_ts", F.col("ts"))
+            *self.once(
+                node.name,
+                "result",
+                lambda: [
+                    from_canonical(F.col("gkb"), key_type).alias("key"),
+                    "old",
+                    "new",
+                    "ts",
+                    *_aggregate_order(),
+                ],
+            )
+        )
         table = Frame(result, "table", key_type, JSON_TEXT, key_json=frame.key_json)
         if node.queryable:
             self._out.tables[node.store] = table
         return table
 
+    # ------------------------------------------------------------------------ joins
+    def _joiner(self, node, expr: Expr, left: ValueShape, right: ValueShape, frame_df: DataFrame):
+        """The joiner as a Column over ``_jl`` / ``_jr`` (the two values) and ``_jp`` (a
+        result exists), and the result's shape."""
+
+        def make():
+            if isinstance(expr, SqlExpr):
+                col = joiner_sql_column(expr)
+            elif expr.kind == "column":
+                col = self.functions[expr.ref]
+            else:
+                col = joiner_callable_column(self.functions[expr.ref], left, right, _json)
+                return col, JSON_TEXT
+            probe = frame_df.select(
+                F.lit(None).cast(left.dtype).alias("_jl"), F.lit(None).cast(right.dtype).alias("_jr")
+            ).select(col.alias("_j"))
+            return col, ValueShape(probe.schema["_j"].dataType)
+
+        return self.once(node.name, "joiner", make)
+
+    def _join_sides(self, node, df: DataFrame, kind: str, left: ValueShape, right: ValueShape,
+                    pairs: dict[str, tuple[str, str]]) -> tuple[DataFrame, ValueShape]:
+        """Adds a joiner result column per ``name -> (left column, right column)`` (null
+        where the join has no result for that pair)."""
+        joiner, shape = self._joiner(node, node.joiner, left, right, df)
+
+        def steps():
+            made = []
+            for name, (lcol, rcol) in pairs.items():
+                present = {
+                    "inner": F.col(lcol).isNotNull() & F.col(rcol).isNotNull(),
+                    "left": F.col(lcol).isNotNull(),
+                    "outer": F.col(lcol).isNotNull() | F.col(rcol).isNotNull(),
+                }[kind]
+                made.append({"_jl": F.col(lcol), "_jr": F.col(rcol), "_jp": present})
+                made.append({name: F.when(F.col("_jp"), joiner)})
+            return made
+
+        for step in self.once(node.name, "join-sides", steps):
+            df = df.withColumns(step)
+        return df.drop("_jl", "_jr", "_jp"), shape
+
+    def _table_join_result(self, node, df: DataFrame, key_type: DataType, key_json: bool, shape: ValueShape) -> Frame:
+        frame = Frame(df.where(self.once(node.name, "changed", _changed)), "table", key_type, shape, key_json=key_json)
+        return self._table_result(node, frame)
+
+    def visit_TableTableJoin(self, node: joins.TableTableJoin) -> Frame:
+        left, right = self._frame(node.left), self._frame(node.right)
+
+        def inputs():
+            return [
+                [canonical_bytes(F.col("key")).alias("kb"), F.lit(side).cast("tinyint").alias("side"),
+                 canonical_bytes(F.col("new")).alias("vb"), "ts", *ORDER]
+                for side in (0, 1)
+            ]
+
+        left_in, right_in = self.once(node.name, "inputs", inputs)
+        rows = left.df.select(*left_in).unionByName(right.df.select(*right_in))
+        stores = (f"{node.name}-LEFT", f"{node.name}-RIGHT")
+        changed = self._persist(self._stage(stores).run(rows, "kb", join_tasks.table_join, join_tasks.PK_SCHEMA), node)
+        decoded = changed.select(*self.once(node.name, "decoded", lambda: [
+            from_canonical(F.col("kb"), left.key_type).alias("key"),
+            *[from_canonical(F.col(f"{s}_{w}"), shape.dtype).alias(f"{s}_{w}")
+              for s, shape in (("l", left.value), ("r", right.value)) for w in ("old", "new")],
+            F.greatest("change_ts", "l_new_ts", "r_new_ts").alias("ts"),
+        ]))
+        joined, shape = self._join_sides(node, decoded, node.kind, left.value, right.value,
+                                         {"old": ("l_old", "r_old"), "new": ("l_new", "r_new")})
+        df = joined.select(*self.once(node.name, "result", lambda: ["key", "old", "new", "ts", *_aggregate_order()]))
+        return self._table_join_result(node, df, left.key_type, left.key_json, shape)
+
+    def visit_ForeignKeyJoin(self, node: joins.ForeignKeyJoin) -> Frame:
+        left, right = self._frame(node.left), self._frame(node.right)
+        fk_expr = node.foreign_key
+        sides = self._sides(node, left, {"fk": lambda: self._key_bytes(fk_expr, left)})
+
+        def inputs():
+            lkb = canonical_bytes(F.col("key"))
+            old_rows = (
+                F.col("old").isNotNull() & F.col("_old_fk").isNotNull(),
+                [F.col("_old_fk").alias("fkb"), F.lit(join_tasks.OLD_LOOKUP).cast("tinyint").alias("kind"),
+                 lkb.alias("lkb"), F.lit(None).cast("binary").alias("vb"), "ts",
+                 (F.col("new").isNull() | ~F.col("_new_fk").eqNullSafe(F.col("_old_fk"))).alias("unsubscribe"), *ORDER],
+            )
+            new_rows = (
+                F.col("new").isNotNull() & F.col("_new_fk").isNotNull(),
+                [F.col("_new_fk").alias("fkb"), F.lit(join_tasks.SUBSCRIBE).cast("tinyint").alias("kind"),
+                 lkb.alias("lkb"), canonical_bytes(F.col("new")).alias("vb"), "ts",
+                 F.lit(False).alias("unsubscribe"), *ORDER],
+            )
+            right_rows = [
+                canonical_bytes(F.col("key")).alias("fkb"), F.lit(join_tasks.RIGHT_CHANGE).cast("tinyint").alias("kind"),
+                F.lit(None).cast("binary").alias("lkb"), canonical_bytes(F.col("new")).alias("vb"), "ts",
+                F.lit(False).alias("unsubscribe"), *ORDER,
+            ]
+            left_changes = [
+                lkb.alias("lkb"), F.lit(3).cast("tinyint").alias("role"),
+                canonical_bytes(F.col("old")).alias("l_old"), canonical_bytes(F.col("new")).alias("l_new"),
+                F.col("ts").alias("l_ts"),
+            ]
+            return old_rows, new_rows, right_rows, left_changes
+
+        (old_when, old_cols), (new_when, new_cols), right_cols, left_change_cols = self.once(node.name, "inputs", inputs)
+        rows = (
+            sides.where(old_when).select(*old_cols)
+            .unionByName(sides.where(new_when).select(*new_cols))
+            .unionByName(right.df.select(*right_cols))
+        )
+        stores = (f"{node.subscriptions}-RIGHT", node.subscriptions)
+        matched = self._stage(stores).run(rows, "fkb", join_tasks.foreign_key_join, join_tasks.FK_SCHEMA)
+        # Back by left key: a changed left row meets the right rows of its old and new
+        # foreign keys; an unchanged one the change of the right row it references.
+        combined = matched.unionByName(left.df.select(*left_change_cols), allowMissingColumns=True)
+
+        def aggregates():
+            fields = ["lv", "lts", "r_old", "r_old_ts", "r_new", "r_new_ts", "r_change_ts", "l_old", "l_new", "l_ts"]
+            return [F.max(F.col("role") == 3).alias("changed"),
+                    *[F.first(c, ignorenulls=True).alias(c) for c in fields]]
+
+        grouped = combined.groupBy("lkb").agg(*self.once(node.name, "aggregates", aggregates))
+
+        def decoded_columns():
+            changed = F.coalesce(F.col("changed"), F.lit(False))
+            l_dtype, r_dtype = left.value.dtype, right.value.dtype
+            lv = from_canonical(F.col("lv"), l_dtype)
+            return [
+                from_canonical(F.col("lkb"), left.key_type).alias("key"),
+                F.when(changed, from_canonical(F.col("l_old"), l_dtype)).otherwise(lv).alias("l_old"),
+                F.when(changed, from_canonical(F.col("l_new"), l_dtype)).otherwise(lv).alias("l_new"),
+                from_canonical(F.col("r_old"), r_dtype).alias("r_old"),
+                from_canonical(F.col("r_new"), r_dtype).alias("r_new"),
+                F.when(changed, F.greatest(
+                    F.col("l_ts"), F.when(F.col("l_new").isNull(), F.col("r_old_ts")).otherwise(F.col("r_new_ts"))
+                )).otherwise(F.greatest("lts", "r_change_ts")).alias("ts"),
+            ]
+
+        decoded = grouped.select(*self.once(node.name, "decoded", decoded_columns))
+        joined, shape = self._join_sides(node, decoded, node.kind, left.value, right.value,
+                                         {"old": ("l_old", "r_old"), "new": ("l_new", "r_new")})
+        df = joined.select(*self.once(node.name, "result", lambda: ["key", "old", "new", "ts", *_aggregate_order()]))
+        return self._table_join_result(node, df, left.key_type, left.key_json, shape)
+
+    def _key_bytes(self, expr: Expr, frame: Frame) -> Column:
+        """Canonical bytes of a key computed by ``expr`` over ``value`` (and ``key``), so
+        it meets the other table's keys whatever its integer width; a callable's result
+        (JSON text) is wrapped the same way."""
+        col, shape = self._value_expr(expr, frame, skip_null=True)
+        if shape.json_text and not (isinstance(expr, SqlExpr) and expr.sql.lower() == "value"):
+            return F.when(col.isNotNull() & (col != F.lit("null")),
+                          F.concat(F.lit('{"v":'), col, F.lit("}")).cast("binary"))
+        return canonical_bytes(col)
+
+    def _stream_table_rows(self, node, stream: Frame, table: Frame, key: Callable[[], Column]):
+        """Stage input of a stream-table join: the table's changes and the stream's
+        records (with a lookup key), both with their ordering keys."""
+        def inputs():
+            lookup = key()
+            return (
+                lookup.isNotNull() & F.col("value").isNotNull(),
+                [lookup.alias("kb"), F.lit(1).cast("tinyint").alias("kind"), F.lit(None).cast("binary").alias("vb"),
+                 canonical_bytes(F.col("key")).alias("sk"), canonical_bytes(F.col("value")).alias("sv"), "ts", *ORDER],
+                [canonical_bytes(F.col("key")).alias("kb"), F.lit(0).cast("tinyint").alias("kind"),
+                 canonical_bytes(F.col("new")).alias("vb"), F.lit(None).cast("binary").alias("sk"),
+                 F.lit(None).cast("binary").alias("sv"), "ts", *ORDER],
+                lookup.isNull() & F.col("value").isNotNull(),
+            )
+
+        matched_when, stream_cols, table_cols, unmatched_when = self.once(node.name, "inputs", inputs)
+        table_rows = table.versions if table.versions is not None else table.df
+        rows = stream.df.where(matched_when).select(*stream_cols).unionByName(table_rows.select(*table_cols))
+        looked_up = self._stage(f"{node.name}-TABLE").run(
+            rows, "kb", join_tasks.stream_table_join, join_tasks.STREAM_TABLE_SCHEMA
+        )
+        decoded = looked_up.select(*self.once(node.name, "decoded", lambda: [
+            from_canonical(F.col("sk"), stream.key_type).alias("key"),
+            from_canonical(F.col("sv"), stream.value.dtype).alias("l"),
+            from_canonical(F.col("tv"), table.value.dtype).alias("r"),
+            "ts", *ORDER,
+        ]))
+        if node.kind == "left":
+            # KIP-962: a record that looks nothing up still joins with null.
+            unmatched = stream.df.where(unmatched_when).select(*self.once(node.name, "unmatched", lambda: [
+                "key", F.col("value").alias("l"), F.lit(None).cast(table.value.dtype).alias("r"), "ts", *ORDER,
+            ]))
+            decoded = decoded.unionByName(unmatched)
+        joined, shape = self._join_sides(node, decoded, node.kind, stream.value, table.value, {"value": ("l", "r")})
+        df = joined.where(F.col("r").isNotNull() | F.lit(node.kind == "left")).select(*STREAM_COLUMNS)
+        return Frame(df, "stream", stream.key_type, shape, key_json=stream.key_json)
+
+    def visit_StreamTableJoin(self, node: joins.StreamTableJoin) -> Frame:
+        stream, table = self._frame(node.parent), self._frame(node.table)
+        self._check_copartitioned(node)
+        return self._stream_table_rows(node, stream, table, lambda: canonical_bytes(F.col("key")))
+
+    def visit_StreamGlobalTableJoin(self, node: joins.StreamGlobalTableJoin) -> Frame:
+        stream, table = self._frame(node.parent), self._frame(node.table)
+        return self._stream_table_rows(node, stream, table, lambda: self._key_bytes(node.key_selector, stream))
+
+    def _check_copartitioned(self, node: joins.StreamTableJoin) -> None:
+        if not node.strict or self.topic_partitions is None:
+            return
+        stream_topic, stream_count = self._input_partitions(node.parent)
+        table_topic, table_count = self._input_partitions(node.table)
+        if stream_count != table_count:
+            raise CoPartitioningError(
+                f"Can't join `{stream_topic}` with `{table_topic}` since the number of partitions don't match. "
+                f"`{stream_topic}` partitions = {stream_count}; `{table_topic}` partitions = {table_count}. "
+                "Please repartition either one so that the number of partitions match."
+            )
+
+    def _input_partitions(self, name: str) -> tuple[str, int]:
+        """The topic a node's records were last partitioned by, and its partition count
+        (a repartition topic has its own count, else its upstream's)."""
+        node = self.topology.node(name)
+        if isinstance(node, stateless.Repartition):
+            upstream = self._input_partitions(node.parent)
+            return node.topic, node.partitions or upstream[1]
+        topics = getattr(node, "topics", None) or ((node.topic,) if hasattr(node, "topic") else ())
+        if topics and isinstance(node, (sources.StreamSource, sources.TableSource, sources.GlobalTableSource)):
+            return topics[0], max(self.topic_partitions.get(t, 1) for t in topics)
+        return self._input_partitions(node.parents[0])
+
     # ------------------------------------------------------------------------ sinks
     def visit_ToTopic(self, node: sinks.ToTopic) -> None:
         frame = self._frame(node.parent)
         key_format = get_format(node.key_format, node.key_schema) if node.key_format else None
-        value_format = get_format(node.value_format, node.value_schema) if node.value_format else None
-        self._out.records.setdefault(node.topic, []).append((frame, ToTopicSpec(node.topic, key_format, value_format)))
+        value_format = (
+            get_format(node.value_format, node.value_schema) if node.value_format else None
+        )
+        self._out.records.setdefault(node.topic, []).append(
+            (frame, ToTopicSpec(node.topic, key_format, value_format))
+        )
 
     # ------------------------------------------------------------------ expressions
-    def _value_expr(self, expr: Expr, frame: Frame, *, skip_null: bool = False) -> tuple[Column, ValueShape]:
+    def _value_expr(
+        self, expr: Expr, frame: Frame, *, skip_null: bool = False
+    ) -> tuple[Column, ValueShape]:
         """A mapper's result over the frame's ``key`` and ``value`` columns, and its shape."""
         if isinstance(expr, SqlExpr):
             if expr.sql.lower() == "value":
@@ -626,13 +1152,26 @@ class BatchRunner:
             col = self.functions[expr.ref]
         else:
             return self._callable(expr, frame, StringType(), skip_null=skip_null), JSON_TEXT
-        dtype = frame.df.select(col.alias("_")).schema["_"].dataType if frame.kind == "stream" else None
+        dtype = (
+            frame.df.select(col.alias("_")).schema["_"].dataType if frame.kind == "stream" else None
+        )
         if dtype is None:
-            dtype = frame.df.withColumn("value", F.col("new")).select(col.alias("_")).schema["_"].dataType
+            dtype = (
+                frame.df.withColumn("value", F.col("new"))
+                .select(col.alias("_"))
+                .schema["_"]
+                .dataType
+            )
         return col, ValueShape(dtype)
 
     def _callable(
-        self, ref: ExprRef, frame: Frame, result: DataType, *, pair: bool = False, many: bool = False,
+        self,
+        ref: ExprRef,
+        frame: Frame,
+        result: DataType,
+        *,
+        pair: bool = False,
+        many: bool = False,
         skip_null: bool = False,
     ) -> Column:
         """A Python callable over ``key`` and ``value``; its results become JSON text
@@ -651,25 +1190,57 @@ class BatchRunner:
             return _json(res)
 
         return callable_column(
-            self.functions[ref.ref], ref.arity, frame.value, result,
-            key_json=frame.key_json, convert=convert, skip_null=skip_null,
+            self.functions[ref.ref],
+            ref.arity,
+            frame.value,
+            result,
+            key_json=frame.key_json,
+            convert=convert,
+            skip_null=skip_null,
         )
 
-    def _sides(self, frame: Frame, results: dict[str, Callable[[], Column]]) -> DataFrame:
+    def _sides(self, node, frame: Frame, results: dict[str, Callable[[], Column]]) -> DataFrame:
         """Evaluate expressions once against a table's old rows and once against its new
         rows: ``value`` is bound to each side in turn, so SQL text, Spark Columns and
         callables all see the row as a stream record's value. Adds ``_old_<name>`` and
         ``_new_<name>`` (null where the side is missing)."""
+
+        def make():
+            steps = []
+            for side in ("old", "new"):
+                steps.append({"value": F.col(side)})
+                steps.append(
+                    {
+                        f"_{side}_{name}": F.when(F.col(side).isNotNull(), build())
+                        for name, build in results.items()
+                    }
+                )
+            return steps
+
         df = frame.df
-        for side in ("old", "new"):
-            df = df.withColumn("value", F.col(side))
-            for name, make in results.items():
-                df = df.withColumn(f"_{side}_{name}", F.when(F.col(side).isNotNull(), make()))
+        for step in self.once(node.name, "sides", make):
+            df = df.withColumns(step)
         return df.drop("value")
 
 
 # ----------------------------------------------------------------------------- helpers
-_ORDERED_TYPES = (LongType, IntegerType, ShortType, DoubleType, FloatType, StringType, BooleanType, DateType, TimestampType)
+_STAGE_NODES = (
+    sources.TableSource,
+    sources.GlobalTableSource,
+    stateless.ToTable,
+    agg.AggregateNode,
+)
+_ORDERED_TYPES = (
+    LongType,
+    IntegerType,
+    ShortType,
+    DoubleType,
+    FloatType,
+    StringType,
+    BooleanType,
+    DateType,
+    TimestampType,
+)
 _PAIR_TYPE = StructType([StructField("k", StringType()), StructField("v", StringType())])
 
 _ORDER_FIELDS = "o_ts bigint, o_src int, o_part int, o_off bigint, o_idx int"
@@ -707,7 +1278,9 @@ def _with_order_time(records: DataFrame) -> DataFrame:
     positions = records.select("topic", "partition", "offset", "timestamp").toArrow()
     if positions.num_rows == 0:
         return records.withColumn("o_ts", F.col("timestamp"))
-    ordered = positions.sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
+    ordered = positions.sort_by(
+        [("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")]
+    )
     ts = ordered.column("timestamp").to_numpy()
     topic = ordered.column("topic").to_numpy(zero_copy_only=False)
     part = ordered.column("partition").to_numpy()
@@ -730,13 +1303,27 @@ def _with_order_time(records: DataFrame) -> DataFrame:
     )
     joined = records.join(
         F.broadcast(corrections),
-        (F.col("topic") == F.col("_t")) & (F.col("partition") == F.col("_p")) & (F.col("offset") == F.col("_o")),
+        (F.col("topic") == F.col("_t"))
+        & (F.col("partition") == F.col("_p"))
+        & (F.col("offset") == F.col("_o")),
         "left",
     )
-    return joined.withColumn("o_ts", F.coalesce(F.col("_ts"), F.col("timestamp"))).drop("_t", "_p", "_o", "_ts")
+    return joined.withColumn("o_ts", F.coalesce(F.col("_ts"), F.col("timestamp"))).drop(
+        "_t", "_p", "_o", "_ts"
+    )
 
 
-def _changed_only(df: DataFrame) -> DataFrame:
-    """Drop changes that change nothing (both sides null, or equal): emit-on-change."""
-    return df.where(~F.col("old").eqNullSafe(F.col("new")))
+def _aggregate_order() -> list[Column]:
+    """An aggregate's result rows carry their timestamp as ordering time (one row per group)."""
+    return [
+        F.col("ts").alias("o_ts"),
+        *[
+            F.lit(0).cast(t).alias(c)
+            for c, t in zip(ORDER[1:], ("int", "int", "long", "int"), strict=True)
+        ],
+    ]
 
+
+def _changed() -> Column:
+    """Keeps changes that change something (not both sides null, not equal): emit-on-change."""
+    return ~F.col("old").eqNullSafe(F.col("new"))

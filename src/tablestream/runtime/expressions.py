@@ -146,3 +146,54 @@ def predicate_column(
         )
     return F.coalesce(col.cast("boolean"), F.lit(False))
 
+
+
+def joiner_sql_column(expr: SqlExpr, left: str = "_jl", right: str = "_jr") -> Column:
+    """A joiner's SQL over the two values: ``left`` and ``right`` (and their fields,
+    ``left.amount``) become the columns ``left`` and ``right`` name."""
+    names = {"left": left, "right": right}
+    tree = sqlglot.parse_one(expr.sql, dialect="spark")
+
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, exp.Column):
+            return node
+        if node.table:
+            side = node.table.lower()
+            if side not in names:
+                raise ExpressionError(
+                    f"Joiner '{expr.sql}': unknown value '{node.table}' (the values are left and right)"
+                )
+            return exp.Dot(this=exp.column(names[side]), expression=exp.to_identifier(node.name))
+        side = node.name.lower()
+        if side not in names:
+            raise ExpressionError(
+                f"Joiner '{expr.sql}': unknown column '{node.name}' (name the values left and right, "
+                "and their fields left.<field> and right.<field>)"
+            )
+        return exp.column(names[side])
+
+    return F.expr(tree.transform(rewrite).sql(dialect="spark"))
+
+
+def joiner_callable_column(
+    fn: Callable[[Any, Any], Any],
+    left_shape: ValueShape,
+    right_shape: ValueShape,
+    convert: Callable[[Any], Any],
+    *,
+    left: str = "_jl",
+    right: str = "_jr",
+    present: str = "_jp",
+) -> Column:
+    """A vectorized Arrow UDF calling ``fn(left, right)`` on the rows where the boolean
+    column ``present`` holds (a join result exists), with plain Python values; its
+    results become JSON text through ``convert``."""
+    from pyspark.sql.functions import arrow_udf
+
+    def run(lefts: pa.Array, rights: pa.Array, presents: pa.Array) -> pa.Array:
+        out = []
+        for lv, rv, ok in zip(lefts.to_pylist(), rights.to_pylist(), presents.to_pylist(), strict=True):
+            out.append(convert(fn(to_python(lv, left_shape), to_python(rv, right_shape))) if ok else None)
+        return pa.array(out, pa.string())
+
+    return arrow_udf(run, StringType())(F.col(left), F.col(right), F.col(present))

@@ -23,6 +23,8 @@ from .expressions import ValueShape
 from .tasks import ORDER_COLUMNS
 
 ORDER = list(ORDER_COLUMNS)
+STREAM_COLUMNS = ["key", "value", "ts", *ORDER]
+TABLE_COLUMNS = ["key", "old", "new", "ts", *ORDER]
 
 
 @dataclass(frozen=True)
@@ -34,9 +36,13 @@ class Frame:
     key_type: DataType
     value: ValueShape
     key_json: bool = False  # the key is JSON text (a callable chose it)
+    # A table read from its topic: every record of the batch (``key, new, ts`` and the
+    # ordering key), not only the last per key, so a stream record can meet the table
+    # as of its own time within the batch.
+    versions: DataFrame | None = None
 
     def with_df(self, df: DataFrame, **changes) -> Frame:
-        return replace(self, df=df, **changes)
+        return replace(self, df=df, versions=None, **changes)
 
 
 _JSON_OPTIONS = {"ignoreNullFields": "false"}
@@ -44,7 +50,9 @@ _JSON_OPTIONS = {"ignoreNullFields": "false"}
 
 def canonical_bytes(col: Column) -> Column:
     """Deterministic bytes of a value of any Spark type (null stays null)."""
-    return F.when(col.isNotNull(), F.to_json(F.struct(col.alias("v")), _JSON_OPTIONS).cast("binary"))
+    return F.when(
+        col.isNotNull(), F.to_json(F.struct(col.alias("v")), _JSON_OPTIONS).cast("binary")
+    )
 
 
 def from_canonical(col: Column, dtype: DataType) -> Column:

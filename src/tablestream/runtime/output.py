@@ -4,9 +4,11 @@ sink's formats, in the ordering key's order, ready to append to a topic."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     DataType,
@@ -16,15 +18,15 @@ from pyspark.sql.types import (
     LongType,
     ShortType,
     StringType,
+    StructField,
+    StructType,
 )
 
 from ..storage.formats import Format, get_format
 from .compiler import BatchOutput, ToTopicSpec
 from .frames import ORDER, Frame, json_text
 
-OUTPUT_SCHEMA = pa.schema(
-    [("key", pa.binary()), ("value", pa.binary()), ("timestamp", pa.int64())]
-)
+OUTPUT_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("timestamp", pa.int64())])
 
 
 def _kafka_type(dtype: DataType) -> str | None:
@@ -55,18 +57,138 @@ def encode_column(column: str, dtype: DataType, fmt: Format):
     return fmt.encode(F.col(column))
 
 
-def collect_records(frame: Frame, spec: ToTopicSpec) -> pa.Table:
-    """The records a sink writes this batch: ``key``, ``value`` (bytes), ``timestamp``,
-    in the order of the ordering key. Keys and values a Python callable produced are
-    JSON text and are serialized here, on the driver, with the Python side of the format."""
-    key_format = spec.key_format or (get_format("KAFKA", None) if frame.key_json else default_key_format(frame))
-    value_format = spec.value_format or get_format("JSON", None)
+@dataclass
+class CollectedBatch:
+    """Everything one batch writes, on the driver: records per output topic (``key``,
+    ``value`` bytes, ``timestamp``, in the ordering key's order), changes per materialized
+    table (``key``, ``new``, ``ts``, ordered the same way) and processing-log entries
+    (``topic, partition, offset, timestamp, error, key, value``, in offset order)."""
+
+    records: dict[str, pa.Table] = field(default_factory=dict)
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+    errors: pa.Table | None = None
+
+
+def collect_batch(out: BatchOutput) -> CollectedBatch:
+    """Collect every output of a batch with one Spark job: each output's rows become a
+    struct column of one union (the others null), so the batch's stages run once and
+    no output pays a job of its own."""
+    parts: list[tuple[str, str, DataFrame, list]] = []
+    sinks: dict[str, list[tuple[int, Frame, ToTopicSpec]]] = {}
+    for topic, specs in out.records.items():
+        for frame, spec in specs:
+            sinks.setdefault(topic, []).append((len(parts), frame, spec))
+            parts.append(
+                (
+                    "records",
+                    topic,
+                    frame.df,
+                    out.once(
+                        f"sink:{topic}:{len(parts)}",
+                        "columns",
+                        lambda f=frame, sp=spec: _record_columns(f, sp),
+                    ),
+                )
+            )
+    for store, frame in out.tables.items():
+        parts.append(
+            ("tables", store, frame.df, out.once(f"table:{store}", "columns", _table_columns))
+        )
+    for i, errors in enumerate(out.errors):
+        parts.append(("errors", str(i), errors, [F.col(c) for c in errors.columns]))
+    collected = CollectedBatch()
+    if not parts:
+        return collected
+    union = None
+    signature = "|".join(f"{kind}:{name}" for kind, name, _, _ in parts)
+    for (_, _, df, _), branch_columns in zip(parts, out.once("collect", signature, lambda: _branches(parts)), strict=True):
+        branch = df.select(*branch_columns)
+        union = branch if union is None else union.union(branch)
+    table = union.toArrow()
+    part_ids = table.column("_part")
+    rows: list[pa.Table] = []
+    for i in range(len(parts)):
+        chosen = table.column(f"_p{i}").filter(pc.equal(part_ids, i))
+        rows.append(pa.table(chosen.flatten(), names=[f.name for f in chosen.type]))
+    for topic, items in sinks.items():
+        tables = [_finish_records(_ordered(rows[i]), frame, spec) for i, frame, spec in items]
+        collected.records[topic] = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    for i, (kind, name, _, _) in enumerate(parts):
+        if kind == "tables":
+            collected.tables[name] = _ordered(rows[i])
+    error_tables = [rows[i] for i, (kind, *_rest) in enumerate(parts) if kind == "errors"]
+    if error_tables:
+        errors = pa.concat_tables(error_tables)
+        collected.errors = errors.sort_by(
+            [("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")]
+        )
+    return collected
+
+
+def _branches(parts) -> list[list[Column]]:
+    """Each part's columns in the union: a column per part, null but for its own, every
+    field nullable (so the null rows of other parts convert to Arrow)."""
+    payloads = [F.struct(*columns) for _, _, _, columns in parts]
+    types = [_nullable(df.select(payload).schema[0].dataType) for (_, _, df, _), payload in zip(parts, payloads, strict=True)]
+    return [
+        [F.lit(i).alias("_part"), *[
+            (payload.cast(t) if j == i else F.lit(None).cast(t)).alias(f"_p{j}") for j, t in enumerate(types)
+        ]]
+        for i, payload in enumerate(payloads)
+    ]
+
+
+_SORT_KEYS = [*ORDER, "_key_order"]
+
+
+def _nullable(dtype: StructType) -> StructType:
+    return StructType([StructField(f.name, f.dataType, True) for f in dtype.fields])
+
+
+def _key_order() -> Column:
+    """Ties of the ordering key (one change per key of an aggregate) break by the key's
+    JSON text, so a replayed batch writes its records in the same order."""
+    return F.to_json(F.struct(F.col("key").alias("k"))).alias("_key_order")
+
+
+def _table_columns() -> list[Column]:
+    return [F.col("key"), F.col("new"), F.col("ts"), *[F.col(c) for c in ORDER], _key_order()]
+
+
+def _record_columns(frame: Frame, spec: ToTopicSpec) -> list[Column]:
+    key_format, value_format = _formats(frame, spec)
     key = F.col("key") if frame.key_json else encode_column("key", frame.key_type, key_format)
-    if frame.value.json_text:
-        value = F.col("value")
-    else:
-        value = encode_column("value", frame.value.dtype, value_format)
-    table = ordered_arrow(frame.df, key.alias("key"), value.alias("value"), F.col("ts").alias("timestamp"))
+    value = (
+        F.col("value")
+        if frame.value.json_text
+        else encode_column("value", frame.value.dtype, value_format)
+    )
+    return [
+        key.alias("key"),
+        value.alias("value"),
+        F.col("ts").alias("timestamp"),
+        *[F.col(c) for c in ORDER],
+        _key_order(),
+    ]
+
+
+def _formats(frame: Frame, spec: ToTopicSpec) -> tuple[Format, Format]:
+    key_format = spec.key_format or (
+        get_format("KAFKA", None) if frame.key_json else default_key_format(frame)
+    )
+    return key_format, spec.value_format or get_format("JSON", None)
+
+
+def _ordered(table: pa.Table) -> pa.Table:
+    """Rows in the ordering key's order (sorted in Arrow: the rows are on the driver
+    anyway, and a Spark sort would cost more jobs)."""
+    return table.sort_by([(c, "ascending") for c in _SORT_KEYS]).drop_columns(_SORT_KEYS)
+
+
+def _finish_records(table: pa.Table, frame: Frame, spec: ToTopicSpec) -> pa.Table:
+    """Keys and values a Python callable produced are JSON text; they are serialized
+    here, on the driver, with the Python side of the sink's format."""
+    key_format, value_format = _formats(frame, spec)
     if frame.key_json:
         table = table.set_column(0, "key", _serialize(table.column("key"), key_format))
     if frame.value.json_text:
@@ -77,26 +199,8 @@ def collect_records(frame: Frame, spec: ToTopicSpec) -> pa.Table:
     return table.cast(OUTPUT_SCHEMA)
 
 
-def ordered_arrow(df: DataFrame, *columns) -> pa.Table:
-    """``columns`` of ``df`` collected to the driver in the ordering key's order. Ties
-    (one change per key of an aggregate) break by the key's JSON text, so a replayed
-    batch writes its records in the same order. Sorted in Arrow on the driver: the rows
-    are collected anyway, and a Spark sort would cost two more jobs."""
-    sort_keys = [*ORDER, "_key_order"]
-    table = df.select(*columns, *ORDER, F.to_json(F.struct(F.col("key").alias("k"))).alias("_key_order")).toArrow()
-    return table.sort_by([(c, "ascending") for c in sort_keys]).drop_columns(sort_keys)
-
-
 def _serialize(texts: pa.ChunkedArray, fmt: Format) -> pa.Array:
     return pa.array(
-        [None if t is None else fmt.serialize(json.loads(t)) for t in texts.to_pylist()], pa.binary()
+        [None if t is None else fmt.serialize(json.loads(t)) for t in texts.to_pylist()],
+        pa.binary(),
     )
-
-
-def collect_outputs(out: BatchOutput) -> dict[str, pa.Table]:
-    """Every output topic's records of one batch."""
-    result: dict[str, pa.Table] = {}
-    for topic, sinks in out.records.items():
-        tables = [collect_records(frame, spec) for frame, spec in sinks]
-        result[topic] = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    return result

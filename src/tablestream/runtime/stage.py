@@ -2,20 +2,23 @@
 run a task kernel (:mod:`tablestream.runtime.tasks`) over each partition's rows.
 
 The shuffle is an explicit ``repartition(P, key)``: Spark places a row in partition
-``pmod(hash(key), P)``, and the task checks every row against its own partition id, so
-a store partition always sees the same keys (nothing may coalesce or split it).
+``pmod(hash(key), P)``, computed beside each row as ``_sp``; a task serves the state
+partition its rows name and checks that they all name the same one, so a store partition
+always sees the same keys (nothing may coalesce the shuffle's partitions).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
 from .state import StoreLayout, StoreSession
 
-Kernel = Callable[[pa.Table, StoreSession], pa.Table]
+Kernel = Callable[..., pa.Table]  # (table, *sessions) -> table
 
 
 class PartitioningError(RuntimeError):
@@ -24,50 +27,57 @@ class PartitioningError(RuntimeError):
 
 @dataclass(frozen=True)
 class StoreStage:
-    """One keyed store used by one stage of one batch."""
+    """The keyed stores one stage of one batch uses (every store partitioned alike)."""
 
     layout: StoreLayout
-    store: str
+    store: str | tuple[str, ...]
     partitions: int
     batch_id: int
+    once: Callable[[str, str, Callable[[], Any]], Any] = lambda owner, label, make: make()
 
     def run(self, frame, key: str, kernel: Kernel, schema):
-        """``kernel(table, session)`` on each state partition's rows of ``frame``;
-        returns a DataFrame of the kernels' outputs with the given Spark ``schema``."""
+        """``kernel(table, *sessions)`` on each state partition's rows of ``frame``, with
+        a session of each store; returns a DataFrame of the kernels' outputs with the
+        given Spark ``schema``."""
         from pyspark.sql import functions as F
 
-        layout, store, batch_id = self.layout, self.store, self.batch_id
-        arrow_schema = _arrow_schema(schema)
-        shuffled = frame.withColumn("_sp", F.pmod(F.hash(F.col(key)), F.lit(self.partitions))).repartition(
-            self.partitions, F.col(key)
+        layout, batch_id = self.layout, self.batch_id
+        stores = (self.store,) if isinstance(self.store, str) else self.store
+        spark_schema, arrow_schema = self.once("stage-schema", str(schema), lambda: _schemas(schema))
+        placed, by = self.once(
+            "stage-partitioning", key,
+            lambda: (F.pmod(F.hash(F.col(key)), F.lit(self.partitions)).alias("_sp"), F.col(key)),
         )
+        shuffled = frame.select("*", placed).repartition(self.partitions, by)
 
         def task(batches):
-            from pyspark import TaskContext
-
             gathered = list(batches)
             rows = sum(b.num_rows for b in gathered)
             if rows == 0:
                 return
-            partition = TaskContext.get().partitionId()
             table = pa.Table.from_batches(gathered)
             placed = table.column("_sp").to_numpy()
+            # The task's own partition id is its stage's (a union after the stage
+            # renumbers them); the rows say which state partition this is.
+            partition = int(placed[0])
             if (placed != partition).any():
                 raise PartitioningError(
-                    f"store {store}: task of partition {partition} received rows of partition "
+                    f"store {stores[0]}: one task received rows of state partitions {partition} and "
                     f"{int(placed[placed != partition][0])}"
                 )
-            with StoreSession(layout, store, partition, batch_id) as session:
-                out = kernel(table.drop_columns(["_sp"]), session)
+            with ExitStack() as stack:
+                sessions = [stack.enter_context(StoreSession(layout, s, partition, batch_id)) for s in stores]
+                out = kernel(table.drop_columns(["_sp"]), *sessions)
             yield from out.cast(arrow_schema).to_batches()
 
-        return shuffled.mapInArrow(task, schema)
+        return shuffled.mapInArrow(task, spark_schema)
 
 
-def _arrow_schema(schema) -> pa.Schema:
+def _schemas(schema):
+    """The Spark and Arrow forms of a kernel's output schema (DDL text or StructType)."""
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType, _parse_datatype_string
 
     if not isinstance(schema, StructType):
         schema = _parse_datatype_string(schema)
-    return to_arrow_schema(schema)
+    return schema, to_arrow_schema(schema)

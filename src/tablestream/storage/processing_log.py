@@ -3,7 +3,7 @@
 ksqlDB writes a record it cannot deserialize to its processing log and goes on; so do
 we. :func:`decode_records` splits a batch of raw topic records into the ones that
 decoded (``good``) and the ones that did not (``errors``); every input record is in
-exactly one of them. :func:`processing_log_value_column` turns an error row into the
+exactly one of them. :func:`processing_log_values` turns error rows into the
 JSON value written to the application's processing-log topic
 (:func:`processing_log_topic`)::
 
@@ -15,13 +15,17 @@ JSON value written to the application's processing-log topic
 
 from __future__ import annotations
 
+import base64
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from .formats import Format
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
 PROCESSING_LOG_SUFFIX = "-processing-log"
 #: Columns of ``DecodedBatch.errors``, in order.
@@ -89,18 +93,20 @@ def decode_records(df: DataFrame, key_format: Format, value_format: Format) -> D
     return DecodedBatch(good, errors)
 
 
-def processing_log_value_column(errors_df: DataFrame) -> Column:
-    """A binary Column: the processing-log JSON value of each row of ``errors_df``
-    (the ``errors`` of :func:`decode_records`), every field written, nulls included."""
-    from pyspark.sql import functions as F
+def processing_log_values(errors: pa.Table) -> pa.Array:
+    """The processing-log JSON value (bytes) of each row of ``errors`` (columns
+    :data:`ERROR_COLUMNS`), every field written, nulls included.
 
-    record = F.struct(
-        errors_df["topic"].alias("topic"),
-        errors_df["partition"].alias("partition"),
-        errors_df["offset"].alias("offset"),
-        errors_df["timestamp"].alias("timestamp"),
-        errors_df["error"].alias("error"),
-        F.base64(errors_df["key"]).alias("key"),
-        F.base64(errors_df["value"]).alias("value"),
-    )
-    return F.to_json(record, {"ignoreNullFields": "false"}).cast("binary")
+    >>> import pyarrow as pa
+    >>> row = pa.table({"topic": ["t"], "partition": [0], "offset": [7], "timestamp": [5],
+    ...                 "error": ["value: bad"], "key": [None], "value": [b"x"]})
+    >>> processing_log_values(row)[0].as_py()
+    b'{"topic":"t","partition":0,"offset":7,"timestamp":5,"error":"value: bad","key":null,"value":"eA=="}'
+    """
+    entries = []
+    for row in errors.select(list(ERROR_COLUMNS)).to_pylist():
+        for raw in ("key", "value"):
+            data = row[raw]
+            row[raw] = None if data is None else base64.b64encode(bytes(data)).decode("ascii")
+        entries.append(json.dumps(row, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    return pa.array(entries, pa.binary())

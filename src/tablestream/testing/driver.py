@@ -88,7 +88,8 @@ class TestDriver:
         self._owned_dir = state_dir is None
         self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="tablestream-driver-"))
         self.layout = StoreLayout(self.state_dir / "stores", self.state_dir / "changelog")
-        self.runner = BatchRunner(topology, self.layout, partitions)
+        self._topic_partitions: dict[str, int] = {}
+        self.runner = BatchRunner(topology, self.layout, partitions, self._topic_partitions)
         self.batch_id = 0
         self._pending: list[dict[str, Any]] = []
         self._offsets: dict[tuple[str, int], int] = {}
@@ -103,6 +104,7 @@ class TestDriver:
         for node in self.topology.sources:
             topics = getattr(node, "topics", None) or (node.topic,)
             if topic in topics:
+                self._topic_partitions[topic] = partitions
                 return TestInputTopic(
                     self,
                     topic,
@@ -110,7 +112,9 @@ class TestDriver:
                     get_format(node.value_format, node.value_schema),
                     partitions,
                 )
-        raise KeyError(f"The topology reads no topic '{topic}' (it reads {', '.join(self.runner.topics)})")
+        raise KeyError(
+            f"The topology reads no topic '{topic}' (it reads {', '.join(self.runner.topics)})"
+        )
 
     def create_output_topic(
         self, topic: str, *, key_format: Format | None = None, value_format: Format | None = None
@@ -121,7 +125,9 @@ class TestDriver:
         if not sinks:
             raise KeyError(f"The topology writes no topic '{topic}'")
         sink = sinks[0]
-        key = key_format or (get_format(sink.key_format, sink.key_schema) if sink.key_format else None)
+        key = key_format or (
+            get_format(sink.key_format, sink.key_schema) if sink.key_format else None
+        )
         value = value_format or get_format(sink.value_format or "JSON", sink.value_schema)
         return TestOutputTopic(self, topic, key, value)
 
@@ -130,11 +136,15 @@ class TestDriver:
         self.advance()
         names = {s.name for s in self.topology.stores if s.queryable}
         if store not in names:
-            raise KeyError(f"No queryable store '{store}' (queryable stores: {', '.join(sorted(names)) or 'none'})")
+            raise KeyError(
+                f"No queryable store '{store}' (queryable stores: {', '.join(sorted(names)) or 'none'})"
+            )
         return dict(self._tables.get(store, {}))
 
     # ---------------------------------------------------------------- running
-    def pipe_bytes(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, partition: int) -> None:
+    def pipe_bytes(
+        self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, partition: int
+    ) -> None:
         """Append one serialized record to ``topic`` (run at once unless batched)."""
         offset = self._offsets.get((topic, partition), 0)
         self._offsets[(topic, partition)] = offset + 1
@@ -156,14 +166,15 @@ class TestDriver:
         """Run the records piped since the last batch as one batch."""
         if not self._pending:
             return
-        from ..runtime.output import collect_outputs
+        from ..runtime.output import collect_batch
 
         records = pa.Table.from_pylist(self._pending, schema=_INPUT_SCHEMA)
         self._pending = []
         frame = self.spark.createDataFrame(records)
         out = self.runner.run(frame, self.batch_id)
         try:
-            for topic, table in collect_outputs(out).items():
+            collected = collect_batch(out)
+            for topic, table in collected.records.items():
                 self._outputs.setdefault(topic, []).extend(
                     (k, v, ts)
                     for k, v, ts in zip(
@@ -174,17 +185,23 @@ class TestDriver:
                     )
                 )
             for store, frame_ in out.tables.items():
-                rows = frame_.df.select("key", "new").toArrow().to_pylist()
+                rows = collected.tables[store].to_pylist()
                 contents = self._tables.setdefault(store, {})
                 for row in rows:
-                    key = json.loads(row["key"]) if frame_.key_json and row["key"] is not None else row["key"]
+                    key = (
+                        json.loads(row["key"])
+                        if frame_.key_json and row["key"] is not None
+                        else row["key"]
+                    )
                     key = _hashable(key)
                     if row["new"] is None:
                         contents.pop(key, None)
                     else:
-                        contents[key] = json.loads(row["new"]) if frame_.value.json_text else row["new"]
-            for errors in out.errors:
-                self.processing_log.extend(errors.orderBy("topic", "partition", "offset").toArrow().to_pylist())
+                        contents[key] = (
+                            json.loads(row["new"]) if frame_.value.json_text else row["new"]
+                        )
+            if collected.errors is not None:
+                self.processing_log.extend(collected.errors.to_pylist())
         finally:
             out.release()
         self.batch_id += 1
@@ -196,7 +213,9 @@ class TestDriver:
         self._outputs[topic] = []
         return records
 
-    def restore_output(self, topic: str, records: list[tuple[bytes | None, bytes | None, int]]) -> None:
+    def restore_output(
+        self, topic: str, records: list[tuple[bytes | None, bytes | None, int]]
+    ) -> None:
         """Put records taken with :meth:`take_output` back in front of the topic's queue."""
         self._outputs[topic] = records + self._outputs.get(topic, [])
 
@@ -216,14 +235,23 @@ class TestInputTopic:
 
     __test__ = False
 
-    def __init__(self, driver: TestDriver, topic: str, key_format: Format, value_format: Format, partitions: int):
+    def __init__(
+        self,
+        driver: TestDriver,
+        topic: str,
+        key_format: Format,
+        value_format: Format,
+        partitions: int,
+    ):
         self.driver = driver
         self.topic = topic
         self.key_format = key_format
         self.value_format = value_format
         self.partitions = partitions
 
-    def pipe_input(self, key: Any, value: Any, timestamp: int = 0, *, partition: int | None = None) -> None:
+    def pipe_input(
+        self, key: Any, value: Any, timestamp: int = 0, *, partition: int | None = None
+    ) -> None:
         """Write one record (``value=None`` is a tombstone)."""
         key_bytes = None if key is None else self.key_format.serialize(key)
         value_bytes = None if value is None else self.value_format.serialize(value)
@@ -231,11 +259,15 @@ class TestInputTopic:
             partition = 0 if key_bytes is None else partition_for_key(key_bytes, self.partitions)
         self.driver.pipe_bytes(self.topic, key_bytes, value_bytes, timestamp, partition)
 
-    def pipe_raw(self, key: bytes | None, value: bytes | None, timestamp: int = 0, *, partition: int = 0) -> None:
+    def pipe_raw(
+        self, key: bytes | None, value: bytes | None, timestamp: int = 0, *, partition: int = 0
+    ) -> None:
         """Write one record's bytes as they are (for testing undecodable input)."""
         self.driver.pipe_bytes(self.topic, key, value, timestamp, partition)
 
-    def pipe_key_value_list(self, pairs: Iterable[tuple[Any, Any]], timestamp: int = 0, advance_ms: int = 0) -> None:
+    def pipe_key_value_list(
+        self, pairs: Iterable[tuple[Any, Any]], timestamp: int = 0, advance_ms: int = 0
+    ) -> None:
         """Write ``(key, value)`` pairs; timestamps start at ``timestamp`` and grow by
         ``advance_ms`` per record."""
         for i, (key, value) in enumerate(pairs):
@@ -252,7 +284,9 @@ class TestOutputTopic:
 
     __test__ = False
 
-    def __init__(self, driver: TestDriver, topic: str, key_format: Format | None, value_format: Format):
+    def __init__(
+        self, driver: TestDriver, topic: str, key_format: Format | None, value_format: Format
+    ):
         self.driver = driver
         self.topic = topic
         self.key_format = key_format
@@ -299,4 +333,3 @@ def _hashable(key: Any) -> Any:
     if isinstance(key, list):
         return tuple(_hashable(v) for v in key)
     return key
-

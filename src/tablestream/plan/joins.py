@@ -1,0 +1,112 @@
+"""Joins of streams and tables.
+
+- :class:`StreamTableJoin`: each stream record looks its key up in a table, as of the
+  record's time (``KSTREAM-JOIN-`` / ``KSTREAM-LEFTJOIN-``); only stream records produce
+  output.
+- :class:`StreamGlobalTableJoin`: the same against a global table, looked up by a key
+  selected from the stream record; no co-partitioning.
+- :class:`TableTableJoin`: two tables joined on their primary keys; updates of either
+  side update the result (Kafka's ``KTABLE-JOINTHIS-`` / ``-JOINOTHER-`` / ``-MERGE-``).
+- :class:`ForeignKeyJoin`: each left row joins the right row its foreign key names
+  (KIP-213); the result is keyed by the left key.
+
+The joiner is SQL text in which ``left`` and ``right`` name the two values, a Spark
+Column over the same two columns, or a callable ``(left, right)``. A missing side is
+null (left and outer joins).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from tablestream.plan.base import PlanNode, UnaryNode
+from tablestream.plan.expr import Expr
+
+__all__ = [
+    "ForeignKeyJoin",
+    "JoinKind",
+    "StreamGlobalTableJoin",
+    "StreamTableJoin",
+    "TableTableJoin",
+]
+
+JoinKind = Literal["inner", "left", "outer"]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTableJoin(UnaryNode):
+    """``parent`` (a stream) joined with ``table`` on the stream's key. ``strict``: reject
+    inputs whose topics have different partition counts (ksqlDB's co-partitioning rule)
+    instead of letting the shuffle align them."""
+
+    table: str
+    joiner: Expr
+    kind: JoinKind = "inner"
+    strict: bool = False
+
+    @property
+    def parents(self) -> tuple[str, ...]:
+        return (self.parent, self.table)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamGlobalTableJoin(UnaryNode):
+    """``parent`` (a stream) joined with the global table ``table`` on
+    ``key_selector(key, value)``; the output keeps the stream record's key."""
+
+    table: str
+    key_selector: Expr
+    joiner: Expr
+    kind: JoinKind = "inner"
+
+    @property
+    def parents(self) -> tuple[str, ...]:
+        return (self.parent, self.table)
+
+
+@dataclass(frozen=True, slots=True)
+class TableTableJoin(PlanNode):
+    """``left`` and ``right`` joined on their keys; ``name`` is the merge processor's,
+    ``this_name`` / ``other_name`` the two sides' processors. ``store``: the result is
+    materialized under that name (``queryable``)."""
+
+    left: str
+    right: str
+    joiner: Expr
+    kind: JoinKind
+    this_name: str
+    other_name: str
+    store: str | None = None
+
+    @property
+    def parents(self) -> tuple[str, ...]:
+        return (self.left, self.right)
+
+    @property
+    def queryable(self) -> bool:
+        return self.store is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignKeyJoin(PlanNode):
+    """Each row of ``left`` joined with the row of ``right`` whose key is
+    ``foreign_key(value)`` (or ``(key, value)``); ``kind`` is inner or left.
+    ``subscriptions`` is the store of (foreign key, left key) subscriptions with the
+    left values; ``store`` the optional queryable result."""
+
+    left: str
+    right: str
+    foreign_key: Expr
+    joiner: Expr
+    kind: JoinKind
+    subscriptions: str
+    store: str | None = None
+
+    @property
+    def parents(self) -> tuple[str, ...]:
+        return (self.left, self.right)
+
+    @property
+    def queryable(self) -> bool:
+        return self.store is not None
