@@ -3,9 +3,13 @@
 ``customers`` is a table topic as a CDC connector writes it (inserts, updates, a delete
 as a tombstone, compacted). ``orders`` is a stream of order events keyed by order id:
 new orders, a corrected amount, a cancellation (a tombstone) and one malformed record.
-An application turns the orders into the table of current orders and aggregates it into
-revenue per customer (a correction and a cancellation retract what they replace), counts
-customers per tier, and sends the malformed record to its processing log.
+``order-lines`` is a table of order lines, each naming a product of the ``products``
+table. An application turns the orders into the table of current orders and aggregates
+it into revenue per customer (a correction and a cancellation retract what they
+replace), counts customers per tier, enriches each order with its customer (a
+stream-table join, as of the order's time), prices every order line with its product (a
+foreign-key join: a price change reaches every line of the product), and sends the
+malformed record to its processing log.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from .storage.topic import Record, TopicConfig
 
 CUSTOMER_SCHEMA = "id BIGINT, name STRING, city STRING, tier STRING"
 ORDER_SCHEMA = "order_id BIGINT, customer_id BIGINT, product STRING, amount DOUBLE"
+PRODUCT_SCHEMA = "name STRING, price DOUBLE"
+LINE_SCHEMA = "order_id BIGINT, product_id STRING, qty BIGINT"
 
 BASE_TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -57,6 +63,30 @@ ORDER_EVENTS: list[tuple[int, str | None, int]] = [
 ]
 
 
+# (product id, value, seconds after BASE_TS)
+PRODUCT_CHANGES: list[tuple[str, dict | None, int]] = [
+    ("AE", {"name": "analytical engine", "price": 120.0}, 0),
+    ("PC", {"name": "punch cards", "price": 1.5}, 0),
+    ("CB", {"name": "cobol manual", "price": 30.0}, 0),
+    ("BB", {"name": "bombe", "price": 300.0}, 0),
+    ("PC", {"name": "punch cards", "price": 2.0}, 130),  # price change: every line of PC
+    ("CB", None, 140),  # discontinued: its lines lose their price
+    ("BB", {"name": "bombe", "price": 250.0}, 175),
+    ("XX", {"name": "unused", "price": 9.0}, 180),
+]
+
+# (line id, value or None for a removed line, seconds after BASE_TS)
+LINE_CHANGES: list[tuple[str, dict | None, int]] = [
+    ("100-1", {"order_id": 100, "product_id": "AE", "qty": 1}, 10),
+    ("102-1", {"order_id": 102, "product_id": "PC", "qty": 10}, 70),
+    ("103-1", {"order_id": 103, "product_id": "BB", "qty": 1}, 95),
+    ("100-2", {"order_id": 100, "product_id": "PC", "qty": 100}, 96),
+    ("101-1", {"order_id": 101, "product_id": "CB", "qty": 2}, 100),
+    ("102-1", None, 165),  # order 102 cancelled
+    ("106-1", {"order_id": 106, "product_id": "CB", "qty": 1}, 170),
+    ("100-2", {"order_id": 100, "product_id": "BB", "qty": 1}, 171),  # line changed product
+]
+
 PHASE_ONE = 4
 
 
@@ -72,6 +102,8 @@ def create_demo_topics(store: EmbeddedStore) -> None:
         )
     )
     store.create_topic(TopicConfig("orders", partitions=3, key_schema="BIGINT", value_schema=ORDER_SCHEMA))
+    store.create_topic(TopicConfig("products", partitions=1, cleanup_policy="compact", value_schema=PRODUCT_SCHEMA))
+    store.create_topic(TopicConfig("order-lines", partitions=2, value_schema=LINE_SCHEMA))
 
 
 def produce_demo_data(store: EmbeddedStore, phase: slice = slice(None)) -> None:
@@ -91,10 +123,18 @@ def produce_demo_data(store: EmbeddedStore, phase: slice = slice(None)) -> None:
             for k, v, s in ORDER_EVENTS[phase]
         ],
     )
+    text = get_format("KAFKA", "STRING")
+    for topic, changes, schema in (("products", PRODUCT_CHANGES, PRODUCT_SCHEMA), ("order-lines", LINE_CHANGES, LINE_SCHEMA)):
+        fmt = get_format("JSON", schema)
+        store.produce(
+            topic,
+            [Record(text.serialize(k), None if v is None else fmt.serialize(v), BASE_TS + s * 1000) for k, v, s in changes[phase]],
+        )
 
 
 def demo_topology():
-    """Orders -> current orders -> revenue per customer; customers -> customers per tier."""
+    """Orders -> current orders -> revenue per customer; customers -> customers per tier;
+    orders enriched with their customer; order lines priced with their product."""
     from .dsl import StreamsBuilder
 
     builder = StreamsBuilder()
@@ -106,6 +146,18 @@ def demo_topology():
     revenue.to_stream().to("revenue-changes")
     customers = builder.table("customers", key_schema="BIGINT", value_schema=CUSTOMER_SCHEMA)
     customers.group_by(("tier", "value")).count(materialized_as="customers-per-tier")
+    # Each order meets its customer as of the order's time (re-keyed by customer first).
+    orders.select_key("customer_id").join(
+        customers, "struct(left.order_id AS order_id, right.name AS customer, right.city AS city, left.amount AS amount)"
+    ).to("enriched-orders")
+    lines = builder.table("order-lines", value_schema=LINE_SCHEMA)
+    products = builder.table("products", value_schema=PRODUCT_SCHEMA)
+    lines.left_join(
+        products,
+        "struct(left.order_id AS order_id, right.name AS product, left.qty AS qty, left.qty * right.price AS total)",
+        foreign_key="product_id",
+        materialized_as="priced-lines",
+    )
     return builder.build()
 
 
@@ -128,13 +180,15 @@ def run_demo(directory: str | None, console: Console) -> None:
     console.print(f"[bold]1.[/bold] {PHASE_ONE} customers and {PHASE_ONE} orders processed.\n")
     before = _contents(app, "revenue-per-customer")
     tiers_before = _contents(app, "customers-per-tier")
+    priced_before = _contents(app, "priced-lines")
 
     produce_demo_data(store, slice(PHASE_ONE, None))
     app.run_until_caught_up()
     console.print(
         "[bold]2.[/bold] More changes processed: customer 2 moved, customer 3 upgraded to gold, customer 4 "
         "deleted, customer 5 added; order 101 corrected from 80.50 to 95.00, order 102 cancelled, "
-        "orders 105 and 106 added, and one malformed order.\n"
+        "orders 105 and 106 added, and one malformed order; punch cards went up to 2.00, the cobol "
+        "manual was discontinued, the bombe went down to 250.00, and order lines changed.\n"
     )
     after = _contents(app, "revenue-per-customer")
     table = Table(title="revenue-per-customer (a correction and a cancellation retract what they replace)", title_justify="left", title_style="bold")
@@ -152,9 +206,35 @@ def run_demo(directory: str | None, console: Console) -> None:
         table.add_row(tier, str(tiers_before.get(tier, "-")), str(tiers.get(tier, "- (deleted)")))
     console.print(table)
 
+    priced = _contents(app, "priced-lines")
+    table = Table(
+        title="priced-lines (a foreign-key join: the punch-card price change reached every punch-card line)",
+        title_justify="left", title_style="bold",
+    )
+    for column in ("line", "order", "product", "qty", "total after step 1", "total after step 2"):
+        table.add_column(column)
+    for line in sorted(set(priced_before) | set(priced)):
+        row = priced.get(line) or priced_before[line]
+        table.add_row(
+            line, str(row["order_id"]), str(row["product"] or "-"), str(row["qty"]),
+            _money((priced_before.get(line) or {}).get("total")),
+            "- (removed)" if line not in priced else _money(priced[line]["total"]),
+        )
+    console.print(table)
+
     from .storage.formats import get_format
 
     bigint, number = get_format("KAFKA", "BIGINT"), get_format("JSON", None)
+    enriched = Table(title="enriched-orders topic (each order with its customer as of the order's time)", title_justify="left", title_style="bold")
+    for column in ("customer", "order", "name", "city", "amount", "event time"):
+        enriched.add_column(column)
+    for r in sorted(store.consume("enriched-orders"), key=lambda r: r.timestamp):
+        value = json.loads(r.value)
+        enriched.add_row(
+            str(bigint.deserialize(r.key)), str(value["order_id"]), value["customer"], value["city"],
+            _money(value["amount"]), _clock(r.timestamp),
+        )
+    console.print(enriched)
     changes = Table(title="revenue-changes topic (the table's changelog)", title_justify="left", title_style="bold")
     for column in ("partition", "offset", "customer", "revenue", "event time"):
         changes.add_column(column)
@@ -173,7 +253,7 @@ def run_demo(directory: str | None, console: Console) -> None:
 
 
 def _contents(app, table: str) -> dict:
-    return {row.key: row.value for row in app.table(table).collect()}
+    return {row.key: row.value.asDict() if hasattr(row.value, "asDict") else row.value for row in app.table(table).collect()}
 
 
 def _money(value: float | None) -> str:

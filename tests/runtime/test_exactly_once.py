@@ -10,7 +10,7 @@ from rocksdict import Options, Rdict
 
 from tablestream.dsl import StreamsBuilder
 from tablestream.runtime.compiler import BatchRunner
-from tablestream.runtime.output import collect_outputs
+from tablestream.runtime.output import collect_batch
 from tablestream.runtime.state import StoreLayout
 from tablestream.testing.driver import TestDriver
 
@@ -93,7 +93,7 @@ def test_running_a_batch_id_twice_gives_identical_outputs_and_stores(spark, tmp_
     def outputs(number):
         out = runner.run(frame(BATCHES[number], number), number)
         try:
-            return {t: table.to_pylist() for t, table in collect_outputs(out).items()}
+            return {t: table.to_pylist() for t, table in collect_batch(out).records.items()}
         finally:
             out.release()
 

@@ -623,3 +623,20 @@ def test_stream_global_table_join_null_stream_key(spark):
     run_per_record(
         spark, _stream_global(fkey_selector()), NULL_STREAM_KEY, topics=STREAM_AND_GLOBAL
     )
+
+
+def test_stream_rekeyed_by_a_callable_meets_the_table(spark):
+    """A key chosen by a Python callable (kept as JSON text inside the runtime) meets the
+    table's keys by value, and the output carries that key."""
+    b = StreamsBuilder()
+    stream = b.stream(STREAM, **STRING_VALUES)
+    table = b.table(TABLE, **STRING_VALUES)
+    stream.select_key(lambda key, value: value.split(",")[1]).join(
+        table, lambda left, right: left + "+" + right
+    ).to(INNER, key_format="KAFKA", key_schema="STRING")
+    with TestDriver(b.build(), spark=spark, batched=True, partitions=2) as driver:
+        driver.create_input_topic(TABLE).pipe_input("T1", "Y1", 1)
+        driver.create_input_topic(STREAM).pipe_input("a", "X0,T1", 5)
+        driver.create_input_topic(STREAM).pipe_input("b", "X1,T2", 6)
+        driver.advance()
+        assert driver.create_output_topic(INNER).read_records() == [R("T1", "X0,T1+Y1", 5)]

@@ -957,9 +957,9 @@ class BatchRunner:
 
         def inputs():
             return [
-                [canonical_bytes(F.col("key")).alias("kb"), F.lit(side).cast("tinyint").alias("side"),
+                [_join_key_bytes(frame).alias("kb"), F.lit(side).cast("tinyint").alias("side"),
                  canonical_bytes(F.col("new")).alias("vb"), "ts", *ORDER]
-                for side in (0, 1)
+                for side, frame in ((0, left), (1, right))
             ]
 
         left_in, right_in = self.once(node.name, "inputs", inputs)
@@ -967,7 +967,7 @@ class BatchRunner:
         stores = (f"{node.name}-LEFT", f"{node.name}-RIGHT")
         changed = self._persist(self._stage(stores).run(rows, "kb", join_tasks.table_join, join_tasks.PK_SCHEMA), node)
         decoded = changed.select(*self.once(node.name, "decoded", lambda: [
-            from_canonical(F.col("kb"), left.key_type).alias("key"),
+            _join_key(F.col("kb"), left).alias("key"),
             *[from_canonical(F.col(f"{s}_{w}"), shape.dtype).alias(f"{s}_{w}")
               for s, shape in (("l", left.value), ("r", right.value)) for w in ("old", "new")],
             F.greatest("change_ts", "l_new_ts", "r_new_ts").alias("ts"),
@@ -983,7 +983,7 @@ class BatchRunner:
         sides = self._sides(node, left, {"fk": lambda: self._key_bytes(fk_expr, left)})
 
         def inputs():
-            lkb = canonical_bytes(F.col("key"))
+            lkb = _join_key_bytes(left)
             old_rows = (
                 F.col("old").isNotNull() & F.col("_old_fk").isNotNull(),
                 [F.col("_old_fk").alias("fkb"), F.lit(join_tasks.OLD_LOOKUP).cast("tinyint").alias("kind"),
@@ -997,7 +997,7 @@ class BatchRunner:
                  F.lit(False).alias("unsubscribe"), *ORDER],
             )
             right_rows = [
-                canonical_bytes(F.col("key")).alias("fkb"), F.lit(join_tasks.RIGHT_CHANGE).cast("tinyint").alias("kind"),
+                _join_key_bytes(right).alias("fkb"), F.lit(join_tasks.RIGHT_CHANGE).cast("tinyint").alias("kind"),
                 F.lit(None).cast("binary").alias("lkb"), canonical_bytes(F.col("new")).alias("vb"), "ts",
                 F.lit(False).alias("unsubscribe"), *ORDER,
             ]
@@ -1032,7 +1032,7 @@ class BatchRunner:
             l_dtype, r_dtype = left.value.dtype, right.value.dtype
             lv = from_canonical(F.col("lv"), l_dtype)
             return [
-                from_canonical(F.col("lkb"), left.key_type).alias("key"),
+                _join_key(F.col("lkb"), left).alias("key"),
                 F.when(changed, from_canonical(F.col("l_old"), l_dtype)).otherwise(lv).alias("l_old"),
                 F.when(changed, from_canonical(F.col("l_new"), l_dtype)).otherwise(lv).alias("l_new"),
                 from_canonical(F.col("r_old"), r_dtype).alias("r_old"),
@@ -1066,8 +1066,8 @@ class BatchRunner:
             return (
                 lookup.isNotNull() & F.col("value").isNotNull(),
                 [lookup.alias("kb"), F.lit(1).cast("tinyint").alias("kind"), F.lit(None).cast("binary").alias("vb"),
-                 canonical_bytes(F.col("key")).alias("sk"), canonical_bytes(F.col("value")).alias("sv"), "ts", *ORDER],
-                [canonical_bytes(F.col("key")).alias("kb"), F.lit(0).cast("tinyint").alias("kind"),
+                 _join_key_bytes(stream).alias("sk"), canonical_bytes(F.col("value")).alias("sv"), "ts", *ORDER],
+                [_join_key_bytes(table).alias("kb"), F.lit(0).cast("tinyint").alias("kind"),
                  canonical_bytes(F.col("new")).alias("vb"), F.lit(None).cast("binary").alias("sk"),
                  F.lit(None).cast("binary").alias("sv"), "ts", *ORDER],
                 lookup.isNull() & F.col("value").isNotNull(),
@@ -1080,7 +1080,7 @@ class BatchRunner:
             rows, "kb", join_tasks.stream_table_join, join_tasks.STREAM_TABLE_SCHEMA
         )
         decoded = looked_up.select(*self.once(node.name, "decoded", lambda: [
-            from_canonical(F.col("sk"), stream.key_type).alias("key"),
+            _join_key(F.col("sk"), stream).alias("key"),
             from_canonical(F.col("sv"), stream.value.dtype).alias("l"),
             from_canonical(F.col("tv"), table.value.dtype).alias("r"),
             "ts", *ORDER,
@@ -1098,7 +1098,7 @@ class BatchRunner:
     def visit_StreamTableJoin(self, node: joins.StreamTableJoin) -> Frame:
         stream, table = self._frame(node.parent), self._frame(node.table)
         self._check_copartitioned(node)
-        return self._stream_table_rows(node, stream, table, lambda: canonical_bytes(F.col("key")))
+        return self._stream_table_rows(node, stream, table, lambda: _join_key_bytes(stream))
 
     def visit_StreamGlobalTableJoin(self, node: joins.StreamGlobalTableJoin) -> Frame:
         stream, table = self._frame(node.parent), self._frame(node.table)
@@ -1311,6 +1311,22 @@ def _with_order_time(records: DataFrame) -> DataFrame:
     return joined.withColumn("o_ts", F.coalesce(F.col("_ts"), F.col("timestamp"))).drop(
         "_t", "_p", "_o", "_ts"
     )
+
+
+def _join_key_bytes(frame: Frame) -> Column:
+    """A frame's keys as the bytes joins match on: canonical bytes of the value, so keys
+    typed alike meet (a key a callable chose, JSON text, is wrapped the same way)."""
+    if frame.key_json:
+        return F.when(F.col("key").isNotNull(), F.concat(F.lit('{"v":'), F.col("key"), F.lit("}")).cast("binary"))
+    return canonical_bytes(F.col("key"))
+
+
+def _join_key(col: Column, frame: Frame) -> Column:
+    """The key :func:`_join_key_bytes` encoded, in the frame's own form."""
+    if frame.key_json:
+        text = col.cast("string")
+        return F.substring(text, F.lit(6), F.length(text) - F.lit(6))
+    return from_canonical(col, frame.key_type)
 
 
 def _aggregate_order() -> list[Column]:

@@ -1,0 +1,308 @@
+"""Foreign-key join benchmark (KIP-213): orders (left) joined to products (right) by each
+order's product, maintained under changes, measured side by side in one run.
+
+Workload: LEFT orders and RIGHT products; changes are 20% foreign-key moves, 5% order
+deletions, 20% product updates and 55% order value updates (random keys).
+
+  (a) catch-up: a backlog of CHANGES changes processed in large batches, in changes/s,
+      against the same per-key logic written with Spark's transformWithState (keyed by
+      foreign key: the product row and its subscribers in state; measured on a sample,
+      its rate does not depend on size; it skips the old-foreign-key side, so it is a
+      lower bound of what a complete transformWithState join costs);
+  (b) steady: batches of STEADY_BATCH changes, median batch time, against recomputing
+      the whole join in Spark every batch; then the left table doubled and the same again.
+
+usage: python bench/joins.py [--left 1000000] [--right 100000] [--changes 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablestream.dsl import StreamsBuilder
+from tablestream.runtime.app import Application
+from tablestream.spark import get_spark
+from tablestream.storage.embedded import EmbeddedStore
+from tablestream.storage.topic import TopicConfig
+
+PARTITIONS = 4  # of each source topic
+STATE_PARTITIONS = 2  # one store task per core
+ORDER_SCHEMA = "product STRING, qty BIGINT"
+PRODUCT_SCHEMA = "name STRING, price BIGINT"
+
+
+def topology():
+    builder = StreamsBuilder()
+    orders = builder.table("orders", value_schema=ORDER_SCHEMA)
+    products = builder.table("products", value_schema=PRODUCT_SCHEMA)
+    orders.join(
+        products,
+        "struct(left.qty AS qty, right.name AS name, right.price AS price)",
+        foreign_key="product",
+        materialized_as="enriched",
+    )
+    return builder.build()
+
+
+def _text(prefix: str, ids: np.ndarray) -> pa.Array:
+    return pc.binary_join_element_wise(prefix, pa.array(ids).cast(pa.string()), "")
+
+
+class Workload:
+    """The current foreign key of every order, so generated changes are what the
+    workload says (a value update keeps the product, a move changes it)."""
+
+    def __init__(self, rng: np.random.Generator, left: int, right: int):
+        self.rng, self.right = rng, right
+        self.product = rng.integers(0, right, left)
+
+    def orders(self, ids: np.ndarray, products: np.ndarray, deleted: np.ndarray, ts0: int) -> pa.Table:
+        n = len(ids)
+        qty = self.rng.integers(1, 100, n)
+        value = pc.binary_join_element_wise(
+            '{"product":"p', pa.array(products).cast(pa.string()), '","qty":', pa.array(qty).cast(pa.string()), "}", ""
+        )
+        value = pc.if_else(pa.array(deleted), pa.nulls(n, pa.string()), value)
+        return pa.table({
+            "key": _text("o", ids).cast(pa.binary()),
+            "value": value.cast(pa.binary()),
+            "timestamp": pa.array(np.arange(ts0, ts0 + n, dtype=np.int64)),
+        })
+
+    def products(self, ids: np.ndarray, ts0: int) -> pa.Table:
+        n = len(ids)
+        price = self.rng.integers(1, 10_000, n)
+        value = pc.binary_join_element_wise(
+            '{"name":"product ', pa.array(ids).cast(pa.string()), '","price":', pa.array(price).cast(pa.string()), "}", ""
+        )
+        return pa.table({
+            "key": _text("p", ids).cast(pa.binary()),
+            "value": value.cast(pa.binary()),
+            "timestamp": pa.array(np.arange(ts0, ts0 + n, dtype=np.int64)),
+        })
+
+    def initial_orders(self, start: int, count: int, ts0: int) -> pa.Table:
+        ids = np.arange(start, start + count)
+        return self.orders(ids, self.product[start : start + count], np.zeros(count, bool), ts0)
+
+    def changes(self, n: int, ts0: int) -> tuple[pa.Table, pa.Table]:
+        """``n`` changes: (order records, product records)."""
+        kind = self.rng.random(n)
+        right_updates = kind < 0.20
+        order_ids = self.rng.integers(0, len(self.product), n)[~right_updates]
+        order_kind = kind[~right_updates]
+        moves = order_kind < 0.40  # 20% of all changes
+        deletes = (order_kind >= 0.40) & (order_kind < 0.45)  # 5%
+        new_products = self.rng.integers(0, self.right, len(order_ids))
+        products = np.where(moves, new_products, self.product[order_ids])
+        self.product[order_ids[moves]] = new_products[moves]
+        orders = self.orders(order_ids, products, deletes, ts0)
+        product_ids = self.rng.integers(0, self.right, int(right_updates.sum()))
+        return orders, self.products(product_ids, ts0)
+
+    def grow(self, count: int) -> None:
+        self.product = np.concatenate([self.product, self.rng.integers(0, self.right, count)])
+
+
+def records_frame(spark, written: dict[str, pa.Table]):
+    """A batch as the streaming source hands it over (normalized topic columns)."""
+    tables = []
+    for topic, rows in written.items():
+        frame = rows.select(["key", "value", "partition", "offset", "timestamp"])
+        frame = frame.append_column("topic", pa.array([topic] * rows.num_rows))
+        frame = frame.append_column(
+            "headers", pa.nulls(rows.num_rows, pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))
+        )
+        tables.append(frame.select(["key", "value", "topic", "partition", "offset", "timestamp", "headers"]))
+    return spark.createDataFrame(pa.concat_tables(tables))
+
+
+def recompute(spark, store: EmbeddedStore) -> float:
+    """The whole join from scratch over both topics, as a plain Spark batch job."""
+    from pyspark.sql import functions as F
+
+    began = time.perf_counter()
+
+    def current(topic: str, schema: str):
+        records = store.read_batch(spark, [topic])
+        latest = records.groupBy("key").agg(F.max_by("value", F.struct("partition", "offset")).alias("value"))
+        return latest.where(F.col("value").isNotNull()).select(
+            F.col("key").cast("string").alias("k"), F.from_json(F.col("value").cast("string"), schema).alias("v")
+        )
+
+    orders, products = current("orders", ORDER_SCHEMA), current("products", PRODUCT_SCHEMA)
+    joined = orders.join(products, orders["v.product"] == products["k"]).select(
+        orders["k"], orders["v.qty"], products["v.name"], products["v.price"]
+    )
+    joined.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - began
+
+
+def tws_rate(spark, orders: pa.Table, products: pa.Table, checkpoint: Path) -> float:
+    """Changes/s of the subscription side of the join written with transformWithState:
+    keyed by foreign key, the product row in a ValueState and the subscribed orders in
+    a MapState; an order change meets the product, a product change every subscriber."""
+    from pyspark.sql import Row
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    class Subscriptions(StatefulProcessor):
+        def init(self, handle):
+            self.product = handle.getValueState("product", StructType([StructField("v", StringType())]))
+            self.orders = handle.getMapState(
+                "orders", StructType([StructField("k", StringType())]), StructType([StructField("v", StringType())])
+            )
+
+        def handleInputRows(self, key, rows, timerValues):
+            for row in rows:
+                if row.side == "product":
+                    self.product.update((row.value,))
+                    for (order,), (value,) in self.orders.iterator():
+                        yield Row(order=order, order_value=value, product_value=row.value)
+                else:
+                    self.orders.updateValue((row.k,), (row.value,))
+                    current = self.product.get()[0] if self.product.exists() else None
+                    yield Row(order=row.k, order_value=row.value, product_value=current)
+
+        def close(self):
+            pass
+
+    source = checkpoint / "source"
+    order_rows = spark.createDataFrame(orders.select(["key", "value"])).select(
+        F.get_json_object(F.col("value").cast("string"), "$.product").alias("fk"),
+        F.lit("order").alias("side"), F.col("key").cast("string").alias("k"), F.col("value").cast("string").alias("value"),
+    ).where(F.col("fk").isNotNull())
+    product_rows = spark.createDataFrame(products.select(["key", "value"])).select(
+        F.col("key").cast("string").alias("fk"), F.lit("product").alias("side"),
+        F.col("key").cast("string").alias("k"), F.col("value").cast("string").alias("value"),
+    )
+    order_rows.unionByName(product_rows).write.format("delta").save(str(source))
+    total = spark.read.format("delta").load(str(source)).count()
+    out_schema = StructType([
+        StructField("order", StringType()), StructField("order_value", StringType()),
+        StructField("product_value", StringType()),
+    ])
+    began = time.perf_counter()
+    query = (
+        spark.readStream.format("delta").load(str(source))
+        .groupBy("fk")
+        .transformWithState(Subscriptions(), out_schema, "Append", "None")
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return total / (time.perf_counter() - began)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--left", type=int, default=1_000_000)
+    parser.add_argument("--right", type=int, default=100_000)
+    parser.add_argument("--changes", type=int, default=1_000_000)
+    parser.add_argument("--batches", type=int, default=8)
+    parser.add_argument("--batch-size", type=int, default=10_000)
+    parser.add_argument("--tws-sample", type=int, default=50_000)
+    args = parser.parse_args()
+
+    spark = get_spark(
+        "local[2]",
+        app_name="tablestream-bench-joins",
+        conf={
+            "spark.sql.shuffle.partitions": str(PARTITIONS),
+            "spark.sql.streaming.stateStore.providerClass":
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+            # Steady batches are handed over as a scan, as the streaming source does.
+            "spark.sql.execution.arrow.localRelationThreshold": "0",
+        },
+    )
+    home = Path(tempfile.mkdtemp(prefix="tablestream-bench-joins-"))
+    store = EmbeddedStore(home)
+    for topic in ("orders", "products"):
+        store.create_topic(TopicConfig(topic, partitions=PARTITIONS))
+    rng = np.random.default_rng(7)
+    work = Workload(rng, args.left, args.right)
+
+    # Bootstrap: every product and order once.
+    store.append("products", work.products(np.arange(args.right), 0))
+    for start in range(0, args.left, 500_000):
+        store.append("orders", work.initial_orders(start, min(500_000, args.left - start), 1_000_000 + start))
+    app = Application(topology(), "bench", store=store, spark=spark, partitions=STATE_PARTITIONS, snapshot_every=1_000)
+    began = time.perf_counter()
+    app.run_until_caught_up()
+    bootstrap = time.perf_counter() - began
+
+    # (a) catch-up over a backlog of changes.
+    ts = 10_000_000
+    sample: tuple[pa.Table, pa.Table] | None = None
+    for start in range(0, args.changes, 250_000):
+        orders, products = work.changes(min(250_000, args.changes - start), ts)
+        ts += 250_000
+        if sample is None:
+            sample = (orders, products)
+        store.append("orders", orders)
+        store.append("products", products)
+    began = time.perf_counter()
+    app.run_until_caught_up()
+    catchup = time.perf_counter() - began
+    catchup_rate = args.changes / catchup
+    share = args.tws_sample / 250_000
+    assert sample is not None
+    tws = tws_rate(
+        spark,
+        sample[0].slice(0, int(sample[0].num_rows * share)),
+        sample[1].slice(0, int(sample[1].num_rows * share)),
+        home / "tws",
+    )
+
+    # (b) steady batches, then the left table doubled.
+    next_batch = 1_000_000
+
+    def steady(first_batch: int) -> tuple[list[float], list[float]]:
+        nonlocal ts
+        times, recomputes = [], []
+        for i in range(args.batches):
+            orders, products = work.changes(args.batch_size, ts)
+            ts += args.batch_size
+            written = {"orders": store.append("orders", orders), "products": store.append("products", products)}
+            frame = records_frame(spark, written)
+            began = time.perf_counter()
+            app.process_batch(frame, first_batch + i)
+            times.append(time.perf_counter() - began)
+            if i < 3:
+                recomputes.append(recompute(spark, store))
+        return times, recomputes
+
+    steady_1x, recompute_1x = steady(next_batch)
+    work.grow(args.left)
+    for start in range(args.left, 2 * args.left, 500_000):
+        rows = work.initial_orders(start, min(500_000, 2 * args.left - start), ts)
+        ts += rows.num_rows
+        app.process_batch(records_frame(spark, {"orders": store.append("orders", rows)}), next_batch + 100 + start)
+    steady_2x, recompute_2x = steady(next_batch + 10_000_000)
+
+    m1, m2 = statistics.median(steady_1x[1:]), statistics.median(steady_2x[1:])
+    r1, r2 = statistics.median(recompute_1x), statistics.median(recompute_2x)
+    print(f"bootstrap: {args.left:,} orders + {args.right:,} products in {bootstrap:.1f} s")
+    print(f"(a) catch-up: {args.changes:,} changes in {catchup:.1f} s = {catchup_rate:,.0f} changes/s (target >= 100,000)")
+    print(f"    transformWithState, subscription side only ({args.tws_sample:,}-change sample): {tws:,.0f} changes/s")
+    print(f"    ratio: {catchup_rate / tws:.1f}x (target >= 25x)")
+    print(f"(b) steady {args.batch_size:,}-change batches, {args.left:,} orders: median {m1:.3f} s (target < 1.2 s)")
+    print(f"    recompute of the whole join: {r1:.3f} s -> {r1 / m1:.1f}x")
+    print(f"    orders doubled to {2 * args.left:,}: median {m2:.3f} s = {m2 / m1:.2f}x (target < 1.3x); "
+          f"recompute {r2:.3f} s -> {r2 / m2:.1f}x")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
