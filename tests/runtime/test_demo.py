@@ -7,7 +7,13 @@ import json
 
 import pytest
 
-from tablestream.demo import BASE_TS, PHASE_ONE, create_demo_topics, demo_topology, produce_demo_data
+from tablestream.demo import (
+    BASE_TS,
+    PHASE_ONE,
+    create_demo_topics,
+    demo_topology,
+    produce_demo_data,
+)
 from tablestream.runtime.app import Application
 from tablestream.storage.embedded import EmbeddedStore
 from tablestream.storage.formats import get_format
