@@ -180,7 +180,7 @@ class BatchRunner:
             if name not in child.parents:
                 continue
             if isinstance(child, (*_STAGE_NODES, sinks.ToTopic, stateless.Peek)):
-                uses += 1
+                uses += _reads(child, name)
             else:
                 uses += self._count_uses(child.name)
         return uses
@@ -1015,7 +1015,9 @@ class BatchRunner:
             .unionByName(right.df.select(*right_cols))
         )
         stores = (f"{node.subscriptions}-RIGHT", node.subscriptions)
-        matched = self._stage(stores).run(rows, "fkb", join_tasks.foreign_key_join, join_tasks.FK_SCHEMA)
+        matched = self._persist(
+            self._stage(stores).run(rows, "fkb", join_tasks.foreign_key_join, join_tasks.FK_SCHEMA), node
+        )
         # Back by left key: a changed left row meets the right rows of its old and new
         # foreign keys; an unchanged one the change of the right row it references.
         combined = matched.unionByName(left.df.select(*left_change_cols), allowMissingColumns=True)
@@ -1076,8 +1078,9 @@ class BatchRunner:
         matched_when, stream_cols, table_cols, unmatched_when = self.once(node.name, "inputs", inputs)
         table_rows = table.versions if table.versions is not None else table.df
         rows = stream.df.where(matched_when).select(*stream_cols).unionByName(table_rows.select(*table_cols))
-        looked_up = self._stage(f"{node.name}-TABLE").run(
-            rows, "kb", join_tasks.stream_table_join, join_tasks.STREAM_TABLE_SCHEMA
+        looked_up = self._persist(
+            self._stage(f"{node.name}-TABLE").run(rows, "kb", join_tasks.stream_table_join, join_tasks.STREAM_TABLE_SCHEMA),
+            node,
         )
         decoded = looked_up.select(*self.once(node.name, "decoded", lambda: [
             _join_key(F.col("sk"), stream).alias("key"),
@@ -1311,6 +1314,15 @@ def _with_order_time(records: DataFrame) -> DataFrame:
     return joined.withColumn("o_ts", F.coalesce(F.col("_ts"), F.col("timestamp"))).drop(
         "_t", "_p", "_o", "_ts"
     )
+
+
+def _reads(node, parent: str) -> int:
+    """How many times ``node``'s rule reads its parent ``parent``'s rows in one batch."""
+    if isinstance(node, joins.ForeignKeyJoin) and parent == node.left:
+        return 3 if parent != node.right else 4  # old and new foreign keys, and the change itself
+    if isinstance(node, (joins.StreamTableJoin, joins.StreamGlobalTableJoin)) and parent == node.parent:
+        return (2 if node.kind == "left" else 1) + (parent == node.table)
+    return sum(1 for p in node.parents if p == parent) or 1
 
 
 def _join_key_bytes(frame: Frame) -> Column:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .state import StoreSession
 from .tasks import ORDER_COLUMNS
@@ -157,67 +159,121 @@ def foreign_key_join(table: pa.Table, right: StoreSession, subscriptions: StoreS
     Out, per left key: ``role`` 0 the right row its old foreign key had before the batch,
     ``role`` 1 the right row its new foreign key has after the batch, and ``role`` 2 for
     every unchanged left row subscribed to a changed right row: its left value and the
-    right row before and after."""
-    rows = _in_order(table).to_pylist()
-    right_changes = {r["fkb"]: r for r in rows if r["kind"] == RIGHT_CHANGE}
-    fks = sorted({r["fkb"] for r in rows})
-    right_before = {fk: unpack(e) for fk, e in zip(fks, right.get_before(fks), strict=True)}
+    right row before and after. Column work is Arrow compute; Python touches each
+    distinct foreign key, each subscription written and each subscriber reached."""
+    table = _in_order(table).combine_chunks()
+    kind = table.column("kind")
+    fkb = table.column("fkb")
 
-    def right_after(fk: bytes) -> tuple[bytes | None, int | None]:
-        change = right_changes.get(fk)
-        if change is None:
-            return right_before[fk]
-        return change["vb"], (change["ts"] if change["vb"] is not None else None)
-
-    out: dict[str, list] = {name: [] for name in (
-        "lkb", "role", "lv", "lts", "r_old", "r_old_ts", "r_new", "r_new_ts", "r_change_ts")}
-
-    def emit(lkb, role, lv=None, lts=None, old=(None, None), new=(None, None), change_ts=None):
-        out["lkb"].append(lkb)
-        out["role"].append(role)
-        out["lv"].append(lv)
-        out["lts"].append(lts)
-        out["r_old"].append(old[0])
-        out["r_old_ts"].append(old[1])
-        out["r_new"].append(new[0])
-        out["r_new_ts"].append(new[1])
-        out["r_change_ts"].append(change_ts)
-
-    changed_left: dict[bytes, set[bytes]] = {}
-    sub_keys: list[bytes] = []
-    sub_values: list[bytes | None] = []
-    for row in rows:
-        fk = row["fkb"]
-        if row["kind"] == OLD_LOOKUP:
-            changed_left.setdefault(fk, set()).add(row["lkb"])
-            emit(row["lkb"], ROLE_OLD, old=right_before[fk])
-            if row["unsubscribe"]:
-                sub_keys.append(subscription_key(fk, row["lkb"]))
-                sub_values.append(None)
-        elif row["kind"] == SUBSCRIBE:
-            changed_left.setdefault(fk, set()).add(row["lkb"])
-            emit(row["lkb"], ROLE_NEW, new=right_after(fk))
-            sub_keys.append(subscription_key(fk, row["lkb"]))
-            sub_values.append(pack(row["ts"], row["vb"]))
-    for fk, change in right_changes.items():
-        prefix = subscription_prefix(fk)
-        skip = changed_left.get(fk, ())
-        for key, entry in subscriptions.prefix_items(prefix, before=True):
-            lkb = key[len(prefix):]
-            if lkb in skip:
-                continue
-            lv, lts = unpack(entry)
-            emit(lkb, ROLE_RIGHT, lv, lts, right_before[fk], right_after(fk), change["ts"])
-    if sub_keys:
-        # One write per subscription key: the last of the batch wins.
-        last = dict(zip(sub_keys, sub_values, strict=True))
-        subscriptions.put(list(last), list(last.values()))
-    if right_changes:
-        right.put(
-            list(right_changes),
-            [None if r["vb"] is None else pack(r["ts"], r["vb"]) for r in right_changes.values()],
+    # The last change of each right key, and every foreign key's right row before and after.
+    changes = table.filter(pc.equal(kind, RIGHT_CHANGE))
+    if changes.num_rows:
+        last = changes.append_column("_i", pa.array(np.arange(changes.num_rows))).group_by("fkb").aggregate(
+            [("_i", "max")]
         )
-    return pa.table(out)
+        changes = changes.take(last.column("_i_max"))
+    fks = _array(pc.unique(fkb))
+    before = [unpack(e) for e in right.get_before(fks.to_pylist())]
+    before_value = pa.array([v for v, _ in before], pa.binary())
+    before_ts = pa.array([t for _, t in before], pa.int64())
+    if changes.num_rows:
+        changed_at = pc.index_in(fks, value_set=_array(changes.column("fkb")))  # null: no right change
+        change_value = _array(changes.column("vb")).take(pc.fill_null(changed_at, 0))
+        change_ts = _array(changes.column("ts")).take(pc.fill_null(changed_at, 0))
+        has_change = pc.is_valid(changed_at)
+        after_value = pc.if_else(has_change, change_value, before_value)
+        after_ts = pc.if_else(has_change, pc.if_else(pc.is_valid(change_value), change_ts, pa.nulls(len(fks), pa.int64())), before_ts)
+    else:
+        after_value, after_ts = before_value, before_ts
+
+    parts = []
+    lookups = table.filter(pc.equal(kind, OLD_LOOKUP))
+    subscribes = table.filter(pc.equal(kind, SUBSCRIBE))
+    for rows, role, values, stamps in ((lookups, ROLE_OLD, before_value, before_ts), (subscribes, ROLE_NEW, after_value, after_ts)):
+        if not rows.num_rows:
+            continue
+        at = pc.index_in(rows.column("fkb"), value_set=fks)
+        n = rows.num_rows
+        right_value, right_ts = values.take(at), stamps.take(at)
+        nulls_b, nulls_t = pa.nulls(n, pa.binary()), pa.nulls(n, pa.int64())
+        old = (right_value, right_ts) if role == ROLE_OLD else (nulls_b, nulls_t)
+        new = (right_value, right_ts) if role == ROLE_NEW else (nulls_b, nulls_t)
+        parts.append(pa.table({
+            "lkb": rows.column("lkb"), "role": pa.array(np.full(n, role, np.int8)),
+            "lv": nulls_b, "lts": nulls_t, "r_old": old[0], "r_old_ts": old[1],
+            "r_new": new[0], "r_new_ts": new[1], "r_change_ts": nulls_t,
+        }))
+
+    # Subscriptions: removed when a row leaves its foreign key, written with its new value.
+    leaving = lookups.filter(lookups.column("unsubscribe"))
+    sub_keys = [subscription_key(f, lk) for f, lk in zip(
+        leaving.column("fkb").to_pylist(), leaving.column("lkb").to_pylist(), strict=True)]
+    sub_values: list[bytes | None] = [None] * len(sub_keys)
+    sub_keys += [subscription_key(f, lk) for f, lk in zip(
+        subscribes.column("fkb").to_pylist(), subscribes.column("lkb").to_pylist(), strict=True)]
+    sub_values += [pack(t, v) for t, v in zip(
+        subscribes.column("ts").to_pylist(), subscribes.column("vb").to_pylist(), strict=True)]
+
+    # Every unchanged subscriber of a changed right row meets the change.
+    if changes.num_rows:
+        touched: dict[bytes, set[bytes]] = {}
+        for rows in (lookups, subscribes):
+            near = rows.filter(pc.is_in(rows.column("fkb"), value_set=_array(changes.column("fkb"))))
+            for f, lk in zip(near.column("fkb").to_pylist(), near.column("lkb").to_pylist(), strict=True):
+                touched.setdefault(f, set()).add(lk)
+        reached: dict[str, list] = {c: [] for c in ("lkb", "lv", "lts", "r_old", "r_old_ts", "r_new", "r_new_ts", "r_change_ts")}
+        positions = pc.index_in(changes.column("fkb"), value_set=fks).to_pylist()
+        for fk, change_stamp, at in zip(changes.column("fkb").to_pylist(), changes.column("ts").to_pylist(), positions, strict=True):
+            prefix = subscription_prefix(fk)
+            skip = touched.get(fk, ())
+            old_v, old_t = before[at]
+            new_v = after_value[at].as_py()
+            new_t = after_ts[at].as_py()
+            for key, entry in subscriptions.prefix_items(prefix, before=True):
+                lkb = key[len(prefix):]
+                if lkb in skip:
+                    continue
+                reached["lkb"].append(lkb)
+                reached["lv"].append(entry[8:])
+                reached["lts"].append(_TS.unpack_from(entry)[0])
+                reached["r_old"].append(old_v)
+                reached["r_old_ts"].append(old_t)
+                reached["r_new"].append(new_v)
+                reached["r_new_ts"].append(new_t)
+                reached["r_change_ts"].append(change_stamp)
+        n = len(reached["lkb"])
+        if n:
+            parts.append(pa.table({
+                "lkb": pa.array(reached["lkb"], pa.binary()), "role": pa.array(np.full(n, ROLE_RIGHT, np.int8)),
+                "lv": pa.array(reached["lv"], pa.binary()), "lts": pa.array(reached["lts"], pa.int64()),
+                "r_old": pa.array(reached["r_old"], pa.binary()), "r_old_ts": pa.array(reached["r_old_ts"], pa.int64()),
+                "r_new": pa.array(reached["r_new"], pa.binary()), "r_new_ts": pa.array(reached["r_new_ts"], pa.int64()),
+                "r_change_ts": pa.array(reached["r_change_ts"], pa.int64()),
+            }))
+
+    if sub_keys:
+        last_value = dict(zip(sub_keys, sub_values, strict=True))  # the last of the batch wins
+        subscriptions.put(list(last_value), list(last_value.values()))
+    if changes.num_rows:
+        right.put(
+            changes.column("fkb").to_pylist(),
+            [None if v is None else pack(t, v) for t, v in zip(
+                changes.column("ts").to_pylist(), changes.column("vb").to_pylist(), strict=True)],
+        )
+    if not parts:
+        return pa.table({name: pa.array([], t) for name, t in _FK_ARROW})
+    return pa.concat_tables([p.cast(pa.schema(_FK_ARROW)) for p in parts])
+
+
+def _array(values) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+_FK_ARROW = [
+    ("lkb", pa.binary()), ("role", pa.int8()), ("lv", pa.binary()), ("lts", pa.int64()),
+    ("r_old", pa.binary()), ("r_old_ts", pa.int64()), ("r_new", pa.binary()), ("r_new_ts", pa.int64()),
+    ("r_change_ts", pa.int64()),
+]
 
 
 __all__ = [

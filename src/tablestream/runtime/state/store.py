@@ -20,7 +20,9 @@ two Python workers never open the same RocksDB.
 
 from __future__ import annotations
 
+import bisect
 import fcntl
+import itertools
 import os
 import shutil
 import struct
@@ -124,6 +126,7 @@ class StoreSession:
         self._db: Rdict | None = None
         self._lock = None
         self._pending: dict[bytes, bytes] = {}  # user key -> entry written by this batch
+        self._pending_sorted: list[bytes] | None = None  # its keys in order, for prefix reads
         self._fetched: dict[bytes, bytes | None] = {}  # user key -> entry as read from RocksDB
 
     # ------------------------------------------------------------------ lifecycle
@@ -239,8 +242,16 @@ class StoreSession:
         ``before=True`` as they were before this batch."""
         assert self._db is not None
         full = _DATA + prefix
-        pending = sorted((k, e) for k, e in self._pending.items() if k.startswith(prefix))
-        stored = ((k[1:], e) for k, e in self._db.items(from_key=full) if k.startswith(full))
+        if self._pending_sorted is None:
+            self._pending_sorted = sorted(self._pending)
+        start = bisect.bisect_left(self._pending_sorted, prefix)
+        pending = [
+            (k, self._pending[k])
+            for k in itertools.takewhile(lambda k: k.startswith(prefix), self._pending_sorted[start:])
+        ]
+        # RocksDB iterates in key order from the prefix: stop at the first key past it.
+        stored = ((k[1:], e) for k, e in itertools.takewhile(
+            lambda item: item[0].startswith(full), self._db.items(from_key=full)))
         for key, entry in _merge_sorted(stored, pending, stop=lambda k: not k.startswith(prefix)):
             value = _before(entry, self.batch_id) if before else decode_entry(entry)[1]
             if value is not None:
@@ -261,6 +272,7 @@ class StoreSession:
     ) -> list[bytes | None]:
         batch_id = self.batch_id
         pending = self._pending
+        self._pending_sorted = None
         before: list[bytes | None] = []
         for key, entry, value in zip(keys, entries, values, strict=True):
             prev = _before(entry, batch_id)
