@@ -208,7 +208,7 @@ def run_demo(directory: str | None, console: Console) -> None:
 
     priced = _contents(app, "priced-lines")
     table = Table(
-        title="priced-lines (a foreign-key join: the punch-card price change reached every punch-card line)",
+        title="priced-lines (a foreign-key join: the bombe's price change reached every bombe line)",
         title_justify="left", title_style="bold",
     )
     for column in ("line", "order", "product", "qty", "total after step 1", "total after step 2"):
