@@ -35,7 +35,9 @@ def test_same_records_read_back_through_spark_streaming_as_identical_rows(
     spark, kafka_store, topic_name, tmp_path
 ):
     embedded = EmbeddedStore(tmp_path / "home")
-    config = TopicConfig(topic_name, partitions=3)
+    # The records carry 1970 timestamps: under a time-based retention the broker deletes
+    # them at its first retention check (30 s after it starts), maybe before Spark reads.
+    config = TopicConfig(topic_name, partitions=3, retention_ms=-1)
     embedded.create_topic(config)
     kafka_store.create_topic(config)
     written_embedded = embedded.produce(topic_name, RECORDS)
