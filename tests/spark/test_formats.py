@@ -181,7 +181,8 @@ def same(a, b) -> bool:
 
 def both_ways(spark, fmt: Format, values: list):
     """One Spark job: decode the Python side's bytes and encode the same values.
-    Returns [(decoded value, error, Spark's bytes)] for values + a null at the end."""
+    Returns [(decoded value, error, Spark's bytes, value decoded as known valid)] for
+    values + a null at the end."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -195,11 +196,19 @@ def both_ways(spark, fmt: Format, values: list):
     df = spark.createDataFrame(rows, schema)
     value, error = fmt.decode(F.col("raw"))
     out = df.select(
-        value.alias("value"), error.alias("error"), fmt.encode(F.col("v")).alias("encoded")
+        value.alias("value"),
+        error.alias("error"),
+        fmt.encode(F.col("v")).alias("encoded"),
+        fmt.decode_valid(F.col("raw")).alias("valid"),
     )
     t = None if fmt.schema is None else fmt.sql_type
     return [
-        (from_spark(r.value, t), r.error, None if r.encoded is None else bytes(r.encoded))
+        (
+            from_spark(r.value, t),
+            r.error,
+            None if r.encoded is None else bytes(r.encoded),
+            from_spark(r.valid, t),
+        )
         for r in out.collect()
     ]
 
@@ -213,6 +222,7 @@ def test_python_bytes_decode_in_spark_and_spark_bytes_in_python(spark, case):
     decoded = [r[0] for r in results]
     errors = [r[1] for r in results]
     encoded = [r[2] for r in results]
+    assert same([r[3] for r in results], decoded)  # decode_valid reads valid bytes alike
     expected = [fmt.deserialize(fmt.serialize(v)) for v in values] + [None]
     if name == "JSON" and schema is None:  # Spark keeps the document's JSON text
         expected = [fmt.serialize(v).decode() for v in values] + [None]

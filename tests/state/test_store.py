@@ -6,9 +6,19 @@ import multiprocessing
 import shutil
 import time
 
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tablestream.runtime.state import StoreError, StoreLayout, StoreSession
+from tablestream.runtime.state.store import (
+    _before,
+    befores,
+    encode_entries,
+    encode_entry,
+    strip_prefix,
+)
 
 
 @pytest.fixture
@@ -156,3 +166,71 @@ def test_a_dropped_entry_reads_as_missing_within_the_batch(layout):
         assert session.get([b"a"]) == [None]
         assert session.get_and_put([b"a"], [b"2"]) == [None]
     assert dump(layout, 3) == {b"a": b"2"}
+
+
+# ------------------------------------------------------------- Arrow (bulk) primitive
+_values = st.one_of(st.none(), st.binary(max_size=12))
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), _values, _values, st.booleans()), max_size=30), st.integers(0, 5))
+def test_arrow_entry_codecs_agree_with_the_per_key_ones(rows, batch_id):
+    entries = [encode_entry(written, value, prev) if present else None for written, value, prev, present in rows]
+    values = [value for _, value, _, _ in rows]
+    prevs = [prev for _, _, prev, _ in rows]
+    assert encode_entries(batch_id, pa.array(values, pa.binary()), pa.array(prevs, pa.binary())).to_pylist() == [
+        encode_entry(batch_id, v, p) for v, p in zip(values, prevs, strict=True)
+    ]
+    if any(e is not None and written > batch_id for e, (written, *_rest) in zip(entries, rows, strict=True)):
+        with pytest.raises(StoreError, match="ahead of batch"):
+            befores(pa.array(entries, pa.binary()), batch_id)
+    else:
+        assert befores(pa.array(entries, pa.binary()), batch_id).to_pylist() == [_before(e, batch_id) for e in entries]
+
+
+def bulk_run(layout, batch, keys, values, store="s", partition=0):
+    with StoreSession(layout, store, partition, batch) as session:
+        return session.get_and_put_all(pa.array(keys, pa.binary()), pa.array(values, pa.binary())).to_pylist()
+
+
+_batches = st.lists(
+    st.tuples(
+        st.dictionaries(st.sampled_from([b"a", b"b", b"c", b"d"]), st.one_of(st.none(), st.sampled_from([b"1", b"22", b""]))),
+        st.booleans(),  # run the batch twice (a replay)
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_batches)
+def test_get_and_put_all_reads_writes_and_replays_as_get_and_put(tmp_path_factory, batches):
+    root = tmp_path_factory.mktemp("bulk")
+    per_key = StoreLayout(root / "a" / "local", root / "a" / "durable", snapshot_every=3)
+    bulk = StoreLayout(root / "b" / "local", root / "b" / "durable", snapshot_every=3)
+    for batch_id, (changes, replay) in enumerate(batches):
+        keys, values = list(changes), list(changes.values())
+        for _ in range(2 if replay else 1):
+            assert bulk_run(bulk, batch_id, keys, values) == run(per_key, batch_id, keys, values)
+    end = len(batches)
+    assert dump(bulk, end) == dump(per_key, end)
+    # The changelogs written by the bulk path restore the store.
+    shutil.rmtree(bulk.db_dir("s", 0))
+    assert dump(bulk, end) == dump(per_key, end)
+
+
+def test_get_and_put_all_is_the_only_access_of_its_session(layout):
+    with StoreSession(layout, "s", 0, 0) as session:
+        session.get_and_put_all(pa.array([b"a"]), pa.array([b"1"]))
+        with pytest.raises(StoreError, match="only access"):
+            session.get([b"a"])
+    with StoreSession(layout, "s", 0, 1) as session:
+        session.get([b"a"])
+        with pytest.raises(StoreError, match="only access"):
+            session.get_and_put_all(pa.array([b"a"]), pa.array([b"2"]))
+
+
+@given(st.lists(_values, max_size=30), st.integers(0, 4))
+def test_strip_prefix_drops_the_first_bytes_of_each_value(values, size):
+    assert strip_prefix(pa.array(values, pa.binary()), size).to_pylist() == [
+        None if v is None else v[size:] for v in values
+    ]

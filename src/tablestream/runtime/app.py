@@ -155,13 +155,14 @@ class Application:
     def process_batch(self, records, batch_id: int) -> None:
         """Apply the topology to one micro-batch and commit its outputs (the
         ``foreachBatch`` function; also callable directly)."""
-        records = records.persist()
+        # The batch is read twice (its positions and checks, then every rule), not
+        # cached: caching would materialize every column of the batch first, which
+        # costs more than the second read (2M records: 6 s against 1 s).
         out = self.runner.run(records, batch_id)
         try:
             self._commit(out, batch_id)
         finally:
             out.release()
-            records.unpersist()
 
     def _commit(self, out: BatchOutput, batch_id: int) -> None:
         txn = (self._txn_app, batch_id)

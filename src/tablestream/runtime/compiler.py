@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -53,6 +51,7 @@ from .expressions import (
     to_python,
 )
 from .frames import ORDER, STREAM_COLUMNS, Frame, canonical_bytes, from_canonical, json_text
+from .positions import read_positions
 from .stage import StoreStage
 from .state import StoreLayout
 
@@ -123,12 +122,14 @@ class BatchRunner:
         self._memo: dict[tuple[str, str], Any] = {}
 
     def once(self, owner: str, label: str, make: Callable[[], Any]) -> Any:
-        """``make()`` the first time ``(owner, label)`` is asked for; the same object after."""
+        """``make()`` the first time ``(owner, label)`` is asked for; the same object after.
+        Column names in its lists become Columns once here, not at every use (each name
+        Spark resolves from Python is a call into the JVM)."""
         key = (owner, label)
         try:
             return self._memo[key]
         except KeyError:
-            value = self._memo[key] = make()
+            value = self._memo[key] = _name_columns(make())
             return value
 
     # ----------------------------------------------------------------------- batch
@@ -137,7 +138,8 @@ class BatchRunner:
         out = BatchOutput(once=self.once)
         self._out = out
         self._batch_id = batch_id
-        self._records = _with_order_time(records)
+        self._positions = read_positions(records, self.once("batch", "checks", self._source_checks))
+        self._records = self._positions.records
         frames: dict[str, Frame | dict[str, Frame]] = {}
         self._frames = frames
         for node in self.topology.nodes:
@@ -189,22 +191,34 @@ class BatchRunner:
         return StoreStage(self.layout, store, self.partitions, self._batch_id, self.once)
 
     # --------------------------------------------------------------------- sources
-    def _decode_source(self, node, *, table: bool) -> tuple[DataFrame, Format, Format]:
-        key_format = get_format(node.key_format, node.key_schema)
-        value_format = get_format(node.value_format, node.value_schema)
-        topic_filter, columns, bad, error_columns = self.once(
-            node.name,
-            "decode",
-            lambda: self._decode_columns(node, key_format, value_format, table=table),
-        )
-        decoded = self._records.where(topic_filter).select(*columns)
-        self._out.errors.append(decoded.where(bad).select(*error_columns))
-        return decoded.where(~bad), key_format, value_format
+    def _source_checks(self) -> dict[str, Column]:
+        """Per source node: the record is one of its topics' and cannot be read (key or
+        value does not decode; a table record without a key)."""
+        checks = {}
+        for node in self.topology.sources:
+            key_format, value_format = _source_formats(node)
+            topics = getattr(node, "topics", None) or (node.topic,)
+            invalid = key_format.decode_checked(F.col("key")).failed | value_format.decode_checked(F.col("value")).failed
+            if not isinstance(node, sources.StreamSource):
+                invalid = invalid | F.col("key").isNull()
+            checks[node.name] = F.col("topic").isin(list(topics)) & invalid
+        return checks
 
-    def _decode_columns(self, node, key_format: Format, value_format: Format, *, table: bool):
+    def _decode_source(self, node) -> tuple[DataFrame, Format, Format]:
+        """The node's valid records, decoded (``key, value``, the raw bytes, positions
+        and the ordering key); the invalid ones go to the processing log."""
+        key_format, value_format = _source_formats(node)
+        topic_filter, columns = self.once(
+            node.name, "decode", lambda: self._decode_columns(node, key_format, value_format)
+        )
+        rows = self._records.where(topic_filter)
+        invalid = self._positions.invalid_rows(node.name, rows)
+        if invalid is not None:
+            self._out.errors.append(invalid.select(*self._error_inputs(node)).select(*self._error_columns(node)))
+        return self._positions.valid(node.name, rows).select(*columns), key_format, value_format
+
+    def _decode_columns(self, node, key_format: Format, value_format: Format):
         topics = getattr(node, "topics", None) or (node.topic,)
-        k = key_format.decode_checked(F.col("key"))
-        v = value_format.decode_checked(F.col("value"))
         src = (
             F.array_position(F.array(*[F.lit(t) for t in self.topics]), F.col("topic")).cast("int")
             - 1
@@ -212,13 +226,8 @@ class BatchRunner:
         columns = [
             F.col("key").alias("raw_key"),
             F.col("value").alias("raw_value"),
-            k.value.alias("key"),
-            v.value.alias("value"),
-            k.failed.alias("key_failed"),
-            v.failed.alias("value_failed"),
-            F.col("topic"),
-            F.col("partition"),
-            F.col("offset"),
+            key_format.decode_valid(F.col("key")).alias("key"),
+            value_format.decode_valid(F.col("value")).alias("value"),
             F.col("timestamp").alias("ts"),
             F.col("o_ts"),
             src.alias("o_src"),
@@ -226,39 +235,62 @@ class BatchRunner:
             F.col("offset").alias("o_off"),
             F.lit(0).alias("o_idx"),
         ]
-        failed = F.col("key_failed") | F.col("value_failed")
-        bad = failed | (F.col("raw_key").isNull() if table else F.lit(False))
-        # Reasons come from the formats' Python readers, run on the bad rows only.
-        key_reason = key_format.failure_reasons(F.col("raw_key"), F.col("key_failed"))
-        value_reason = value_format.failure_reasons(F.col("raw_value"), F.col("value_failed"))
-        reasons = F.concat_ws(
-            "; ",
-            F.when(F.col("key_failed"), F.concat(F.lit("key: "), key_reason)),
-            F.when(F.col("value_failed"), F.concat(F.lit("value: "), value_reason)),
-            F.when(
-                ~failed & F.col("raw_key").isNull(),
-                F.lit("key: a table record needs a key (null key dropped)"),
-            ),
-        )
-        error_columns = [
-            "topic",
-            "partition",
-            "offset",
-            F.col("ts").alias("timestamp"),
-            reasons.alias("error"),
-            F.col("raw_key").alias("key"),
-            F.col("raw_value").alias("value"),
-        ]
-        return F.col("topic").isin(list(topics)), columns, bad, error_columns
+        return F.col("topic").isin(list(topics)), columns
+
+    def _error_columns(self, node) -> list[Column]:
+        """Processing-log columns of invalid records (over :meth:`_error_inputs`)."""
+
+        def make() -> list[Column]:
+            key_format, value_format = _source_formats(node)
+            failed = F.col("key_failed") | F.col("value_failed")
+            # Reasons come from the formats' Python readers, run on the bad rows only.
+            key_reason = key_format.failure_reasons(F.col("raw_key"), F.col("key_failed"))
+            value_reason = value_format.failure_reasons(F.col("raw_value"), F.col("value_failed"))
+            reasons = F.concat_ws(
+                "; ",
+                F.when(F.col("key_failed"), F.concat(F.lit("key: "), key_reason)),
+                F.when(F.col("value_failed"), F.concat(F.lit("value: "), value_reason)),
+                F.when(
+                    ~failed & F.col("raw_key").isNull(),
+                    F.lit("key: a table record needs a key (null key dropped)"),
+                ),
+            )
+            return [
+                "topic",
+                "partition",
+                "offset",
+                F.col("ts").alias("timestamp"),
+                reasons.alias("error"),
+                F.col("raw_key").alias("key"),
+                F.col("raw_value").alias("value"),
+            ]
+
+        return self.once(node.name, "errors", make)
+
+    def _error_inputs(self, node) -> list[Column]:
+        def make() -> list[Column]:
+            key_format, value_format = _source_formats(node)
+            return [
+                "topic",
+                "partition",
+                "offset",
+                F.col("timestamp").alias("ts"),
+                F.col("key").alias("raw_key"),
+                F.col("value").alias("raw_value"),
+                key_format.decode_checked(F.col("key")).failed.alias("key_failed"),
+                value_format.decode_checked(F.col("value")).failed.alias("value_failed"),
+            ]
+
+        return self.once(node.name, "error-inputs", make)
 
     def visit_StreamSource(self, node: sources.StreamSource) -> Frame:
-        good, key_format, value_format = self._decode_source(node, table=False)
-        df = good.select(*STREAM_COLUMNS)
+        decoded, key_format, value_format = self._decode_source(node)
+        df = decoded.select(*STREAM_COLUMNS)
         df = self._apply_timestamp(node, df, key_format, value_format)
         return Frame(df, "stream", key_format.spark_type(), _shape(value_format))
 
     def visit_TableSource(self, node: sources.TableSource) -> Frame:
-        good, key_format, value_format = self._decode_source(node, table=True)
+        decoded, key_format, value_format = self._decode_source(node)
         key_type = key_format.spark_type()
         shape = _shape(value_format)
         stage_in_columns, out_columns = self.once(
@@ -273,26 +305,34 @@ class BatchRunner:
                 ],
                 [
                     from_canonical(F.col("kb"), key_type).alias("key"),
-                    value_format.decode(F.col("old"))[0].alias("old"),
-                    value_format.decode(F.col("new"))[0].alias("new"),
+                    value_format.decode_valid(F.col("old")).alias("old"),
+                    value_format.decode_valid(F.col("new")).alias("new"),
                     "ts",
                     *ORDER,
                 ],
             ),
         )
         changed = self._persist(
-            self._stage(node.store).run(
-                good.select(*stage_in_columns), "kb", tasks.upsert, _UPSERT_SCHEMA
-            ),
+            self._stage(node.store).run(decoded.select(*stage_in_columns), "kb", tasks.upsert, _UPSERT_SCHEMA),
             node,
         )
-        versions = good.select(*self.once(node.name, "versions", lambda: [
-            "key", F.col("value").alias("new"), "ts", *ORDER,
-        ]))
+        versions = None
+        if self._feeds_stream_join(node.name):
+            versions = decoded.select(
+                *self.once(node.name, "versions", lambda: ["key", F.col("value").alias("new"), "ts", *ORDER])
+            )
         frame = Frame(changed.select(*out_columns), "table", key_type, shape, versions=versions)
         if node.queryable:
             self._out.tables[node.store] = frame
         return frame
+
+    def _feeds_stream_join(self, name: str) -> bool:
+        """Whether a stream-table join looks up the table ``name`` (and needs every
+        record of the batch, not only the last per key)."""
+        return self.once(name, "feeds-stream-join", lambda: any(
+            isinstance(n, (joins.StreamTableJoin, joins.StreamGlobalTableJoin)) and n.table == name
+            for n in self.topology.nodes
+        ))
 
     visit_GlobalTableSource = visit_TableSource
 
@@ -1252,6 +1292,19 @@ _EXTREME_SCHEMA = "gkb binary, old_vb binary, new_vb binary, ts bigint"
 _FOLD_SCHEMA = "gkb binary, old string, new string, ts bigint"
 
 
+def _name_columns(value: Any) -> Any:
+    """``value`` with every string in its lists (also inside tuples) made a Column."""
+    if isinstance(value, list):
+        return [F.col(v) if isinstance(v, str) else _name_columns(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_name_columns(v) for v in value)
+    return value
+
+
+def _source_formats(node) -> tuple[Format, Format]:
+    return get_format(node.key_format, node.key_schema), get_format(node.value_format, node.value_schema)
+
+
 def _numeric_schema(floating: bool) -> str:
     number = "double" if floating else "bigint"
     return (
@@ -1267,53 +1320,6 @@ def _json(value: Any) -> str | None:
 def _shape(fmt: Format) -> ValueShape:
     dtype = fmt.spark_type()
     return ValueShape(dtype, json_text=fmt.name == "JSON" and fmt.schema is None)
-
-
-def _with_order_time(records: DataFrame) -> DataFrame:
-    """Add ``o_ts``: the record's timestamp made monotone along its partition's offsets
-    (the largest timestamp up to it), so ordering by ``o_ts`` first keeps every
-    partition in offset order (a later record with an older timestamp still comes
-    later, as in Kafka Streams) while different partitions interleave by time.
-
-    The batch's (topic, partition, offset, timestamp) go to the driver once; only the
-    records that arrived late in their partition get a correction, joined by broadcast
-    (usually there are none and the batch is untouched)."""
-    positions = records.select("topic", "partition", "offset", "timestamp").toArrow()
-    if positions.num_rows == 0:
-        return records.withColumn("o_ts", F.col("timestamp"))
-    ordered = positions.sort_by(
-        [("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")]
-    )
-    ts = ordered.column("timestamp").to_numpy()
-    topic = ordered.column("topic").to_numpy(zero_copy_only=False)
-    part = ordered.column("partition").to_numpy()
-    starts = np.flatnonzero(np.r_[True, (topic[1:] != topic[:-1]) | (part[1:] != part[:-1])])
-    running = np.empty_like(ts)
-    for begin, end in zip(starts, np.r_[starts[1:], len(ts)], strict=True):
-        running[begin:end] = np.maximum.accumulate(ts[begin:end])
-    late = np.flatnonzero(running > ts)
-    if len(late) == 0:
-        return records.withColumn("o_ts", F.col("timestamp"))
-    corrections = records.sparkSession.createDataFrame(
-        pa.table(
-            {
-                "_t": ordered.column("topic").take(late),
-                "_p": ordered.column("partition").take(late),
-                "_o": ordered.column("offset").take(late),
-                "_ts": pa.array(running[late], pa.int64()),
-            }
-        )
-    )
-    joined = records.join(
-        F.broadcast(corrections),
-        (F.col("topic") == F.col("_t"))
-        & (F.col("partition") == F.col("_p"))
-        & (F.col("offset") == F.col("_o")),
-        "left",
-    )
-    return joined.withColumn("o_ts", F.coalesce(F.col("_ts"), F.col("timestamp"))).drop(
-        "_t", "_p", "_o", "_ts"
-    )
 
 
 def _reads(node, parent: str) -> int:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .state import StoreSession
+from .state.store import strip_prefix
 
 ORDER_COLUMNS = ("o_ts", "o_src", "o_part", "o_off", "o_idx")
 
@@ -27,14 +28,21 @@ _TS = struct.Struct(">q")
 
 
 def last_per_key(table: pa.Table, key: str = "kb") -> pa.Table:
-    """The last row of each key by the ordering key (one row per distinct key)."""
+    """The last row of each key by the ordering key (one row per distinct key, in no
+    particular order): each row's rank in the ordering key's order, then the largest
+    rank per key by a hash aggregation (cheaper than sorting by the key bytes)."""
     if table.num_rows == 0:
         return table
-    ordered = table.sort_by([(key, "ascending")] + [(c, "ascending") for c in ORDER_COLUMNS])
-    keys = ordered.column(key)
-    following = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1)).to_numpy(zero_copy_only=False)
-    last = np.append(following, True)
-    return ordered.filter(pa.array(last))
+    order = pc.sort_indices(table, sort_keys=[(c, "ascending") for c in ORDER_COLUMNS])
+    rank = np.empty(len(order), np.int64)
+    rank[order.to_numpy()] = np.arange(len(order))
+    winners = (
+        pa.table({"k": table.column(key), "r": rank})
+        .group_by("k", use_threads=False)
+        .aggregate([("r", "max")])
+        .column("r_max")
+    )
+    return table.take(order.take(winners)).sort_by(key)
 
 
 def encode_timestamped(value: bytes | None, ts: int) -> bytes | None:
@@ -47,6 +55,13 @@ def decode_timestamped(stored: bytes | None) -> tuple[bytes | None, int | None]:
     return stored[8:], _TS.unpack_from(stored)[0]
 
 
+def timestamped(values: pa.Array, stamps: pa.Array) -> pa.Array:
+    """:func:`encode_timestamped` over Arrow arrays (null values stay null)."""
+    stamp_bytes = np.ascontiguousarray(np.asarray(stamps, np.int64).astype(">i8")).view(np.uint8)
+    prefixes = pa.FixedSizeBinaryArray.from_buffers(pa.binary(8), len(stamps), [None, pa.py_buffer(stamp_bytes)])
+    return pc.binary_join_element_wise(prefixes.cast(pa.binary()), values.cast(pa.binary()), b"")
+
+
 def upsert(table: pa.Table, session: StoreSession) -> pa.Table:
     """Materialize a table from its changelog records (KTable source semantics).
 
@@ -56,17 +71,20 @@ def upsert(table: pa.Table, session: StoreSession) -> pa.Table:
     value emit nothing (emit-on-change); the store keeps each key's value and timestamp.
     """
     latest = last_per_key(table)
-    keys = latest.column("kb").to_pylist()
-    values = latest.column("vb").to_pylist()
-    stamps = latest.column("ts").to_pylist()
-    stored = session.get_and_put(keys, [encode_timestamped(v, t) for v, t in zip(values, stamps, strict=True)])
-    old_values = [None if s is None else s[8:] for s in stored]
-    changed = [i for i, (before, value) in enumerate(zip(old_values, values, strict=True)) if before != value]
-    rows = latest.take(pa.array(changed, pa.int64()))
+    values = latest.column("vb").combine_chunks()
+    stored = session.get_and_put_all(
+        latest.column("kb").combine_chunks(), timestamped(values, latest.column("ts").combine_chunks())
+    )
+    old = strip_prefix(stored, 8)
+    same = pc.or_(
+        pc.and_(pc.is_null(old), pc.is_null(values)), pc.fill_null(pc.equal(old, values), False)
+    )
+    changed = pc.invert(same)
+    rows = latest.filter(changed)
     return pa.table(
         {
             "kb": rows.column("kb"),
-            "old": pa.array([old_values[i] for i in changed], pa.binary()),
+            "old": old.filter(changed),
             "new": rows.column("vb"),
             "ts": rows.column("ts"),
             **{c: rows.column(c) for c in ORDER_COLUMNS},

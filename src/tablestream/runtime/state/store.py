@@ -30,7 +30,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from rocksdict import Checkpoint, Options, Rdict, WriteBatch
 
 _HEADER = struct.Struct(">qBI")  # batch id, flags, length of the value
@@ -69,6 +71,85 @@ def _before(entry: bytes | None, batch_id: int) -> bytes | None:
     if written > batch_id:
         raise StoreError(f"store entry written by batch {written} is ahead of batch {batch_id}")
     return value
+
+
+def _slices(source: pa.Array, starts: np.ndarray, lengths: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """A binary array of the byte ranges ``[starts[i], starts[i] + lengths[i])`` of
+    ``source``'s data buffer (null where not ``valid``): built as Arrow binary views
+    into that buffer (16 bytes per row, whatever the values' sizes), then cast."""
+    data_buffer = source.buffers()[2] or pa.py_buffer(b"")
+    data = np.frombuffer(data_buffer, np.uint8)
+    n = len(starts)
+    lengths = np.where(valid, lengths, 0)
+    views = np.zeros((n, 16), np.uint8)
+    views[:, :4] = lengths.astype("<i4").view(np.uint8).reshape(n, 4)
+    short = lengths <= 12
+    if data.size:
+        # The first bytes: the whole value when it fits in the view, else its prefix.
+        head = data[np.minimum(starts[:, None] + np.arange(12), data.size - 1)]
+        views[:, 4:] = np.where(np.arange(12) < np.where(short, lengths, 4)[:, None], head, 0)
+    far = ~short
+    views[far, 8:12] = 0  # buffer index
+    views[far, 12:] = starts[far].astype("<i4").view(np.uint8).reshape(-1, 4)
+    validity = None if valid.all() else pa.array(valid).buffers()[1]
+    return pa.Array.from_buffers(pa.binary_view(), n, [validity, pa.py_buffer(views), data_buffer]).cast(pa.binary())
+
+
+def _buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Offsets, bytes and validity of a binary Arrow array."""
+    array = array.cast(pa.binary())
+    n = len(array)
+    offsets = np.frombuffer(array.buffers()[1], np.int32)[array.offset : array.offset + n + 1].astype(np.int64)
+    data_buffer = array.buffers()[2]
+    data = np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    valid = ~np.asarray(array.is_null())
+    return offsets, data, valid
+
+
+def strip_prefix(values: pa.Array, size: int) -> pa.Array:
+    """Each value without its first ``size`` bytes (nulls stay null)."""
+    values = values.cast(pa.binary())
+    offsets, _, valid = _buffers(values)
+    return _slices(values, offsets[:-1] + size, np.maximum(np.diff(offsets) - size, 0), valid)
+
+
+def befores(entries: pa.Array, batch_id: int) -> pa.Array:
+    """:func:`_before` over an Arrow array of entries: the values before ``batch_id``."""
+    offsets, data, valid = _buffers(entries)
+    n = len(valid)
+    if n == 0:
+        return pa.array([], pa.binary())
+    starts = offsets[:-1]
+    header = data[np.where(valid, starts, 0)[:, None] + np.arange(_HEADER.size)] if data.size else np.zeros((n, _HEADER.size), np.uint8)
+    fields = np.ascontiguousarray(header).view(np.dtype([("batch", ">i8"), ("flags", "u1"), ("length", ">u4")]))[:, 0]
+    written = np.where(valid, fields["batch"], -1)
+    if (written > batch_id).any():
+        ahead = int(written[written > batch_id][0])
+        raise StoreError(f"store entry written by batch {ahead} is ahead of batch {batch_id}")
+    flags = fields["flags"].astype(np.int64)
+    length = fields["length"].astype(np.int64)
+    replayed = written == batch_id  # written by this batch before: its value before is ``prev``
+    value_start = starts + _HEADER.size
+    start = np.where(replayed, value_start + length, value_start)
+    size = np.where(replayed, offsets[1:] - value_start - length, length)
+    present = valid & np.where(replayed, (flags & _HAS_PREV) != 0, (flags & _HAS_VALUE) != 0)
+    return _slices(entries, start, size, present)
+
+
+def encode_entries(batch_id: int, values: pa.Array, prevs: pa.Array) -> pa.Array:
+    """:func:`encode_entry` over Arrow arrays (one entry per row)."""
+    n = len(values)
+    has_value = pc.is_valid(values).to_numpy(zero_copy_only=False)
+    has_prev = pc.is_valid(prevs).to_numpy(zero_copy_only=False)
+    header = np.zeros(n, np.dtype([("batch", ">i8"), ("flags", "u1"), ("length", ">u4")]))
+    header["batch"] = batch_id
+    header["flags"] = np.where(has_value, _HAS_VALUE, 0) | np.where(has_prev, _HAS_PREV, 0)
+    header["length"] = pc.fill_null(pc.binary_length(values), 0).to_numpy(zero_copy_only=False)
+    headers = pa.FixedSizeBinaryArray.from_buffers(pa.binary(_HEADER.size), n, [None, pa.py_buffer(header.tobytes())])
+    empty = pa.scalar(b"", pa.binary())
+    return pc.binary_join_element_wise(
+        headers.cast(pa.binary()), pc.fill_null(values.cast(pa.binary()), empty), pc.fill_null(prevs.cast(pa.binary()), empty), b""
+    )
 
 
 @dataclass(frozen=True)
@@ -128,6 +209,8 @@ class StoreSession:
         self._pending: dict[bytes, bytes] = {}  # user key -> entry written by this batch
         self._pending_sorted: list[bytes] | None = None  # its keys in order, for prefix reads
         self._fetched: dict[bytes, bytes | None] = {}  # user key -> entry as read from RocksDB
+        # The batch's writes made by :meth:`get_and_put_all` (keys, entries; null drops).
+        self._bulk: tuple[pa.Array, pa.Array] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> StoreSession:
@@ -213,6 +296,7 @@ class StoreSession:
         """Current entries (this batch's writes first), with one multi-get for the keys
         not read before in this session."""
         assert self._db is not None, "store session is not open"
+        self._check_not_bulk()
         fetched = self._fetched
         missing = [k for k in keys if k not in fetched and k not in self._pending]
         if missing:
@@ -241,6 +325,7 @@ class StoreSession:
         """(key, value) of every live key starting with ``prefix``, in key order; with
         ``before=True`` as they were before this batch."""
         assert self._db is not None
+        self._check_not_bulk()
         full = _DATA + prefix
         if self._pending_sorted is None:
             self._pending_sorted = sorted(self._pending)
@@ -267,6 +352,32 @@ class StoreSession:
         with one multi-get. Keys must be distinct (deduplicate by the ordering key first)."""
         return self._write(keys, self._entries(keys), values)
 
+    def _check_not_bulk(self) -> None:
+        if self._bulk is not None:
+            raise StoreError("get_and_put_all must be the only access of a store session")
+
+    def get_and_put_all(self, keys: pa.Array, values: pa.Array) -> pa.Array:
+        """:meth:`get_and_put` over Arrow arrays, for a task that reads and writes the
+        store once per batch (no other call in the session): entries are decoded and
+        built with array operations, not per key in Python. Keys must be distinct."""
+        assert self._db is not None, "store session is not open"
+        self._check_not_bulk()
+        if self._pending or self._fetched:
+            raise StoreError("get_and_put_all must be the only access of a store session")
+        prefixed = pc.binary_join_element_wise(_DATA, keys.cast(pa.binary()), b"").to_pylist()
+        entries = pa.array(self._db.get(prefixed), pa.binary())
+        before = befores(entries, self.batch_id)
+        written = encode_entries(self.batch_id, values, before)
+        # Nothing before and nothing now: no entry (a stored one of an earlier run of
+        # this batch is dropped).
+        empty = pc.and_(pc.is_null(values), pc.is_null(before))
+        keep = pc.invert(pc.and_(empty, pc.is_null(entries)))
+        self._bulk = (
+            keys.filter(keep),
+            pc.if_else(empty, pa.scalar(None, pa.binary()), written).filter(keep),
+        )
+        return before
+
     def _write(
         self, keys: Sequence[bytes], entries: Sequence[bytes | None], values: Sequence[bytes | None]
     ) -> list[bytes | None]:
@@ -287,9 +398,13 @@ class StoreSession:
     def commit(self) -> None:
         """Changelog file first, then one RocksDB write batch; snapshot when due."""
         assert self._db is not None
-        if self._pending:
-            changelog_dir = self.layout.changelog_dir(self.store, self.partition)
-            changelog_dir.mkdir(parents=True, exist_ok=True)
+        if self._bulk is not None:
+            keys, entries = self._bulk
+            self._bulk = None
+            if len(keys):
+                table = pa.table({"key": keys.cast(pa.binary()), "entry": entries}, schema=_CHANGELOG_SCHEMA)
+                self._write_batch(table, pc.binary_join_element_wise(_DATA, table.column("key"), b"").to_pylist())
+        elif self._pending:
             keys = list(self._pending)
             table = pa.table(
                 {
@@ -298,22 +413,30 @@ class StoreSession:
                 },
                 schema=_CHANGELOG_SCHEMA,
             )
-            target = changelog_dir / f"{self.batch_id}.arrow"
-            tmp = target.with_suffix(".tmp")
-            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, _CHANGELOG_SCHEMA) as writer:
-                writer.write_table(table)
-            os.replace(tmp, target)
-            wb = WriteBatch(raw_mode=True)
-            for key, entry in self._pending.items():
-                if entry:
-                    wb.put(_DATA + key, entry)
-                else:
-                    wb.delete(_DATA + key)
-            wb.put(_LAST_BATCH, str(self.batch_id).encode())
-            self._db.write(wb)
-            self._pending.clear()
-            self._fetched.clear()
-            self._maybe_snapshot()
+            self._write_batch(table, [_DATA + k for k in keys])
+        self._pending.clear()
+        self._fetched.clear()
+
+    def _write_batch(self, table: pa.Table, stored_keys: list[bytes]) -> None:
+        """Write ``table`` (key, entry; a null entry deletes) as this batch's changelog
+        file, then to RocksDB (under ``stored_keys``) in one write batch."""
+        assert self._db is not None
+        changelog_dir = self.layout.changelog_dir(self.store, self.partition)
+        changelog_dir.mkdir(parents=True, exist_ok=True)
+        target = changelog_dir / f"{self.batch_id}.arrow"
+        tmp = target.with_suffix(".tmp")
+        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, _CHANGELOG_SCHEMA) as writer:
+            writer.write_table(table)
+        os.replace(tmp, target)
+        wb = WriteBatch(raw_mode=True)
+        for key, entry in zip(stored_keys, table.column("entry").to_pylist(), strict=True):
+            if entry is None:
+                wb.delete(key)
+            else:
+                wb.put(key, entry)
+        wb.put(_LAST_BATCH, str(self.batch_id).encode())
+        self._db.write(wb)
+        self._maybe_snapshot()
 
     def _maybe_snapshot(self) -> None:
         snapshots = self._snapshots()

@@ -99,6 +99,11 @@ class Format(ABC):
         decoded = self.decode_checked(col)
         return decoded.value, decoded.error
 
+    def decode_valid(self, col: Column | str) -> Column:
+        """The values of bytes already known to decode (a table's stored values, checked
+        when their record was read): only the parse, without the checks."""
+        return self.decode(col)[0]
+
     def decode_checked(self, col: Column | str) -> Decoded:
         """Like :meth:`decode`, plus the boolean ``failed`` Column (see :class:`Decoded`)."""
         from pyspark.sql import functions as F

@@ -83,6 +83,24 @@ class JsonFormat(Format):
 
         return T.StringType() if self.schema is None else super().spark_type()
 
+    def decode_valid(self, col: Column | str) -> Column:
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as T
+
+        raw = F.col(col) if isinstance(col, str) else col
+        text = raw.cast("string")
+        t = self.sql_type
+        null_document = text.rlike(_NULL_DOCUMENT)
+        if t is None:
+            return F.when(~null_document, text)
+        read = to_spark_type(json_read_type(t))
+        if self.wrapped:
+            value = F.from_json(text, read)
+        else:
+            source = F.concat(F.lit('{"' + _WRAP + '":'), text, F.lit("}"))
+            value = F.from_json(source, T.StructType([T.StructField(_WRAP, read)])).getField(_WRAP)
+        return F.when(~null_document, from_json_layout(value, t))
+
     def _decode(self, raw: Column) -> tuple[Column, Column]:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T

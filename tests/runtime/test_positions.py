@@ -1,0 +1,141 @@
+"""The ordering time of source records: each record's timestamp made monotone along its
+partition's offsets, whichever Spark partitions hold the records."""
+
+from __future__ import annotations
+
+import pytest
+
+from tablestream.runtime.positions import with_order_time
+
+SCHEMA = "topic string, partition int, offset bigint, timestamp bigint, value string"
+
+
+def records(spark, slices: list[list[tuple]]):
+    """A DataFrame whose Spark partition i holds exactly ``slices[i]``."""
+    placed = [(i, row) for i, part in enumerate(slices) for row in part]
+    sizes = [len(part) for part in slices]
+    assert all(sizes), "every slice needs rows"
+    rdd = spark.sparkContext.parallelize(placed, 1).partitionBy(len(slices), lambda i: i).values()
+    frame = spark.createDataFrame(rdd, SCHEMA)
+    assert frame.rdd.glom().map(len).collect() == sizes
+    return frame
+
+
+def order_times(frame) -> list[tuple]:
+    return sorted(
+        (r.topic, r.partition, r.offset, r.timestamp, r.o_ts) for r in with_order_time(frame).collect()
+    )
+
+
+def test_records_in_time_keep_their_timestamps(spark):
+    frame = records(
+        spark,
+        [
+            [("a", 0, 0, 10, "x"), ("a", 0, 1, 10, "x"), ("a", 1, 0, 5, "x")],
+            [("a", 0, 2, 11, "x"), ("b", 0, 7, 1, "x")],
+        ],
+    )
+    assert order_times(frame) == [
+        ("a", 0, 0, 10, 10),
+        ("a", 0, 1, 10, 10),
+        ("a", 0, 2, 11, 11),
+        ("a", 1, 0, 5, 5),
+        ("b", 0, 7, 1, 1),
+    ]
+
+
+def test_a_late_record_takes_the_largest_timestamp_before_it_in_its_partition(spark):
+    # Rows arrive out of offset order in the task; partition 1 is independent.
+    frame = records(
+        spark,
+        [[("a", 0, 2, 7, "x"), ("a", 0, 0, 10, "x"), ("a", 0, 1, 3, "x"), ("a", 1, 0, 4, "x"), ("a", 0, 3, 12, "x")]],
+    )
+    assert order_times(frame) == [
+        ("a", 0, 0, 10, 10),
+        ("a", 0, 1, 3, 10),
+        ("a", 0, 2, 7, 10),
+        ("a", 0, 3, 12, 12),
+        ("a", 1, 0, 4, 4),
+    ]
+
+
+def test_records_behind_an_earlier_spark_partition_of_their_partition_are_corrected(spark):
+    # Task 0 holds offsets 0-1 of a/0 (up to ts 50); task 1 offsets 2-4, whose first
+    # records are older than 50; task 2 offsets 5-6, later than everything.
+    frame = records(
+        spark,
+        [
+            [("a", 0, 0, 20, "x"), ("a", 0, 1, 50, "x")],
+            [("a", 0, 2, 30, "x"), ("a", 0, 3, 60, "x"), ("a", 0, 4, 40, "x"), ("a", 1, 9, 1, "x")],
+            [("a", 0, 5, 70, "x"), ("a", 0, 6, 65, "x")],
+        ],
+    )
+    assert order_times(frame) == [
+        ("a", 0, 0, 20, 20),
+        ("a", 0, 1, 50, 50),
+        ("a", 0, 2, 30, 50),
+        ("a", 0, 3, 60, 60),
+        ("a", 0, 4, 40, 60),
+        ("a", 0, 5, 70, 70),
+        ("a", 0, 6, 65, 70),
+        ("a", 1, 9, 1, 1),
+    ]
+
+
+def test_spark_partitions_interleaving_offsets_of_a_partition(spark):
+    frame = records(
+        spark,
+        [
+            [("a", 0, 0, 20, "x"), ("a", 0, 2, 5, "x")],
+            [("a", 0, 1, 30, "x"), ("a", 0, 3, 25, "x")],
+        ],
+    )
+    assert order_times(frame) == [
+        ("a", 0, 0, 20, 20),
+        ("a", 0, 1, 30, 30),
+        ("a", 0, 2, 5, 30),
+        ("a", 0, 3, 25, 30),
+    ]
+
+
+@pytest.mark.parametrize("slices", [1, 3])
+def test_other_columns_pass_through_unchanged(spark, slices):
+    rows = [("t", 0, i, 100 - i, f"v{i}") for i in range(6)]
+    size = len(rows) // slices
+    frame = records(spark, [rows[i * size : (i + 1) * size] for i in range(slices)])
+    out = with_order_time(frame)
+    assert out.columns == ["topic", "partition", "offset", "timestamp", "value", "o_ts"]
+    assert sorted((r.offset, r.value, r.o_ts) for r in out.collect()) == [(i, f"v{i}", 100) for i in range(6)]
+
+
+def test_an_empty_batch_gets_the_column(spark):
+    out = with_order_time(spark.createDataFrame([], SCHEMA))
+    assert out.columns[-1] == "o_ts"
+    assert out.count() == 0
+
+
+def test_checks_find_each_sources_invalid_records_in_the_same_job(spark):
+    from pyspark.sql import functions as F
+
+    from tablestream.runtime.positions import read_positions
+
+    frame = records(
+        spark,
+        [[("a", 0, 0, 1, "ok"), ("a", 0, 1, 2, "bad"), ("b", 0, 0, 3, "bad")], [("a", 1, 5, 4, "bad")]],
+    )
+    checks = {
+        "only-a": (F.col("topic") == "a") & (F.col("value") == "bad"),
+        "never": F.lit(None).cast("boolean"),
+    }
+    read = read_positions(frame, checks)
+    assert sorted(read.invalid) == ["only-a"]
+    assert sorted(read.invalid["only-a"].to_pylist(), key=lambda r: (r["partition"], r["offset"])) == [
+        {"topic": "a", "partition": 0, "offset": 1},
+        {"topic": "a", "partition": 1, "offset": 5},
+    ]
+    rows = read.records.where(F.col("topic") == "a")
+    assert sorted((r.partition, r.offset) for r in read.valid("only-a", rows).collect()) == [(0, 0)]
+    assert sorted((r.partition, r.offset) for r in read.invalid_rows("only-a", rows).collect()) == [(0, 1), (1, 5)]
+    assert read.valid("never", rows) is rows
+    assert read.invalid_rows("never", rows) is None
+    assert sorted(r.o_ts for r in read.records.collect()) == [1, 2, 3, 4]
