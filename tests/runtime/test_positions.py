@@ -138,4 +138,5 @@ def test_checks_find_each_sources_invalid_records_in_the_same_job(spark):
     assert sorted((r.partition, r.offset) for r in read.invalid_rows("only-a", rows).collect()) == [(0, 1), (1, 5)]
     assert read.valid("never", rows) is rows
     assert read.invalid_rows("never", rows) is None
+    assert read.count == 4
     assert sorted(r.o_ts for r in read.records.collect()) == [1, 2, 3, 4]

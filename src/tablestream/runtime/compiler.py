@@ -158,13 +158,18 @@ class BatchRunner:
 
     def _persist(self, df: DataFrame, node=None) -> DataFrame:
         """Run a store stage once for this batch. Rows that reach more than one consumer
-        (children, sinks, the materialized table) are cached by the first action that
-        needs them and reused after (a recomputation after an eviction is a replay,
-        which the stores make exact); rows with one consumer flow straight into it."""
+        (children, sinks, the materialized table) are cached and reused (a recomputation
+        after an eviction is a replay, which the stores make exact); rows with one
+        consumer flow straight into it. The consumers are stages of the batch's one
+        output job that run at the same time, so each would compute the rows itself
+        before any cached them: in a large batch the rows are computed first, by a job
+        of their own; in a small one running the stage again costs less than a job."""
         if node is not None and self._uses(node.name) <= 1:
             return df
         df = df.persist()
         self._out.persisted.append(df)
+        if self._positions.count >= _COMPUTE_FIRST:
+            df.count()
         return df
 
     def _uses(self, name: str) -> int:
@@ -1024,43 +1029,50 @@ class BatchRunner:
 
         def inputs():
             lkb = _join_key_bytes(left)
-            old_rows = (
+            nothing = F.lit(None).cast("binary")
+
+            def row(kind: int, fkb: Column, vb: Column, unsubscribe: Column, l_old: Column, l_new: Column) -> Column:
+                return F.struct(
+                    fkb.alias("fkb"), F.lit(kind).cast("tinyint").alias("kind"), vb.alias("vb"),
+                    unsubscribe.alias("unsubscribe"), l_old.alias("l_old"), l_new.alias("l_new"),
+                )
+
+            # Each left change is read once: its old foreign key's lookup, its new
+            # foreign key's subscription, and the change itself (placed by its left
+            # key; it passes through the stage to meet the lookups' results).
+            old_row = F.when(
                 F.col("old").isNotNull() & F.col("_old_fk").isNotNull(),
-                [F.col("_old_fk").alias("fkb"), F.lit(join_tasks.OLD_LOOKUP).cast("tinyint").alias("kind"),
-                 lkb.alias("lkb"), F.lit(None).cast("binary").alias("vb"), "ts",
-                 (F.col("new").isNull() | ~F.col("_new_fk").eqNullSafe(F.col("_old_fk"))).alias("unsubscribe"), *ORDER],
+                row(join_tasks.OLD_LOOKUP, F.col("_old_fk"), nothing,
+                    F.col("new").isNull() | ~F.col("_new_fk").eqNullSafe(F.col("_old_fk")), nothing, nothing),
             )
-            new_rows = (
+            new_row = F.when(
                 F.col("new").isNotNull() & F.col("_new_fk").isNotNull(),
-                [F.col("_new_fk").alias("fkb"), F.lit(join_tasks.SUBSCRIBE).cast("tinyint").alias("kind"),
-                 lkb.alias("lkb"), canonical_bytes(F.col("new")).alias("vb"), "ts",
-                 F.lit(False).alias("unsubscribe"), *ORDER],
+                row(join_tasks.SUBSCRIBE, F.col("_new_fk"), canonical_bytes(F.col("new")), F.lit(False),
+                    nothing, nothing),
             )
+            change_row = row(join_tasks.LEFT_CHANGE, lkb, nothing, F.lit(False),
+                             canonical_bytes(F.col("old")), canonical_bytes(F.col("new")))
+            left_rows = [F.explode(F.array(old_row, new_row, change_row)).alias("_r"), lkb.alias("lkb"), "ts", *ORDER]
+            flat = [F.col(f"_r.{c}").alias(c) for c in ("fkb", "kind", "vb", "unsubscribe", "l_old", "l_new")]
+            left_cols = [*flat, "lkb", "ts", *ORDER]
             right_rows = [
                 _join_key_bytes(right).alias("fkb"), F.lit(join_tasks.RIGHT_CHANGE).cast("tinyint").alias("kind"),
-                F.lit(None).cast("binary").alias("lkb"), canonical_bytes(F.col("new")).alias("vb"), "ts",
-                F.lit(False).alias("unsubscribe"), *ORDER,
+                canonical_bytes(F.col("new")).alias("vb"), F.lit(False).alias("unsubscribe"),
+                nothing.alias("l_old"), nothing.alias("l_new"), nothing.alias("lkb"), "ts", *ORDER,
             ]
-            left_changes = [
-                lkb.alias("lkb"), F.lit(3).cast("tinyint").alias("role"),
-                canonical_bytes(F.col("old")).alias("l_old"), canonical_bytes(F.col("new")).alias("l_new"),
-                F.col("ts").alias("l_ts"),
-            ]
-            return old_rows, new_rows, right_rows, left_changes
+            return left_rows, left_cols, right_rows
 
-        (old_when, old_cols), (new_when, new_cols), right_cols, left_change_cols = self.once(node.name, "inputs", inputs)
+        left_rows, left_cols, right_cols = self.once(node.name, "inputs", inputs)
         rows = (
-            sides.where(old_when).select(*old_cols)
-            .unionByName(sides.where(new_when).select(*new_cols))
+            sides.select(*left_rows).where(F.col("_r").isNotNull()).select(*left_cols)
             .unionByName(right.df.select(*right_cols))
         )
         stores = (f"{node.subscriptions}-RIGHT", node.subscriptions)
-        matched = self._persist(
-            self._stage(stores).run(rows, "fkb", join_tasks.foreign_key_join, join_tasks.FK_SCHEMA), node
-        )
         # Back by left key: a changed left row meets the right rows of its old and new
         # foreign keys; an unchanged one the change of the right row it references.
-        combined = matched.unionByName(left.df.select(*left_change_cols), allowMissingColumns=True)
+        combined = self._persist(
+            self._stage(stores).run(rows, "fkb", join_tasks.foreign_key_join, join_tasks.FK_SCHEMA), node
+        )
 
         def aggregates():
             fields = ["lv", "lts", "r_old", "r_old_ts", "r_new", "r_new_ts", "r_change_ts", "l_old", "l_new", "l_ts"]
@@ -1292,6 +1304,11 @@ _EXTREME_SCHEMA = "gkb binary, old_vb binary, new_vb binary, ts bigint"
 _FOLD_SCHEMA = "gkb binary, old string, new string, ts bigint"
 
 
+# Records in a batch from which rows read by several consumers are computed by a job of
+# their own first (see BatchRunner._persist).
+_COMPUTE_FIRST = 50_000
+
+
 def _name_columns(value: Any) -> Any:
     """``value`` with every string in its lists (also inside tuples) made a Column."""
     if isinstance(value, list):
@@ -1324,8 +1341,6 @@ def _shape(fmt: Format) -> ValueShape:
 
 def _reads(node, parent: str) -> int:
     """How many times ``node``'s rule reads its parent ``parent``'s rows in one batch."""
-    if isinstance(node, joins.ForeignKeyJoin) and parent == node.left:
-        return 3 if parent != node.right else 4  # old and new foreign keys, and the change itself
     if isinstance(node, (joins.StreamTableJoin, joins.StreamGlobalTableJoin)) and parent == node.parent:
         return (2 if node.kind == "left" else 1) + (parent == node.table)
     return sum(1 for p in node.parents if p == parent) or 1

@@ -143,10 +143,11 @@ def stream_table_join(table: pa.Table, mirror: StoreSession) -> pa.Table:
 # ------------------------------------------------------------------ foreign key
 FK_SCHEMA = (
     "lkb binary, role tinyint, lv binary, lts bigint, "
-    "r_old binary, r_old_ts bigint, r_new binary, r_new_ts bigint, r_change_ts bigint"
+    "r_old binary, r_old_ts bigint, r_new binary, r_new_ts bigint, r_change_ts bigint, "
+    "l_old binary, l_new binary, l_ts bigint"
 )
-RIGHT_CHANGE, OLD_LOOKUP, SUBSCRIBE = 0, 1, 2
-ROLE_OLD, ROLE_NEW, ROLE_RIGHT = 0, 1, 2
+RIGHT_CHANGE, OLD_LOOKUP, SUBSCRIBE, LEFT_CHANGE = 0, 1, 2, 3
+ROLE_OLD, ROLE_NEW, ROLE_RIGHT, ROLE_LEFT = 0, 1, 2, 3
 
 
 def foreign_key_join(table: pa.Table, right: StoreSession, subscriptions: StoreSession) -> pa.Table:
@@ -154,14 +155,27 @@ def foreign_key_join(table: pa.Table, right: StoreSession, subscriptions: StoreS
     foreign key ``fkb``). Rows: right changes (``kind`` 0: ``vb`` the new right value),
     lookups of a changed left row's old foreign key (``kind`` 1: ``unsubscribe`` when
     the row leaves it) and subscriptions of a left row's new foreign key (``kind`` 2:
-    ``vb`` the new left value).
+    ``vb`` the new left value), and the left changes themselves (``kind`` 3: ``l_old``,
+    ``l_new``; placed by their left key), which pass through untouched so that the left
+    table's changes are read once and meet their lookups after the next shuffle.
 
     Out, per left key: ``role`` 0 the right row its old foreign key had before the batch,
-    ``role`` 1 the right row its new foreign key has after the batch, and ``role`` 2 for
+    ``role`` 1 the right row its new foreign key has after the batch, ``role`` 2 for
     every unchanged left row subscribed to a changed right row: its left value and the
-    right row before and after. Column work is Arrow compute; Python touches each
-    distinct foreign key, each subscription written and each subscriber reached."""
+    right row before and after, and ``role`` 3 the left change. Column work is Arrow
+    compute; Python touches each distinct foreign key, each subscription written and
+    each subscriber reached."""
     table = _in_order(table).combine_chunks()
+    left_changes = table.filter(pc.equal(table.column("kind"), LEFT_CHANGE))
+    table = table.filter(pc.not_equal(table.column("kind"), LEFT_CHANGE))
+    parts = []
+    if left_changes.num_rows:
+        n = left_changes.num_rows
+        parts.append(pa.table({
+            "lkb": left_changes.column("lkb"), "role": pa.array(np.full(n, ROLE_LEFT, np.int8)),
+            "l_old": left_changes.column("l_old"), "l_new": left_changes.column("l_new"),
+            "l_ts": left_changes.column("ts"),
+        }))
     kind = table.column("kind")
     fkb = table.column("fkb")
 
@@ -186,7 +200,6 @@ def foreign_key_join(table: pa.Table, right: StoreSession, subscriptions: StoreS
     else:
         after_value, after_ts = before_value, before_ts
 
-    parts = []
     lookups = table.filter(pc.equal(kind, OLD_LOOKUP))
     subscribes = table.filter(pc.equal(kind, SUBSCRIBE))
     for rows, role, values, stamps in ((lookups, ROLE_OLD, before_value, before_ts), (subscribes, ROLE_NEW, after_value, after_ts)):
@@ -262,7 +275,16 @@ def foreign_key_join(table: pa.Table, right: StoreSession, subscriptions: StoreS
         )
     if not parts:
         return pa.table({name: pa.array([], t) for name, t in _FK_ARROW})
-    return pa.concat_tables([p.cast(pa.schema(_FK_ARROW)) for p in parts])
+    return pa.concat_tables([_fk_columns(p) for p in parts])
+
+
+def _fk_columns(part: pa.Table) -> pa.Table:
+    """A part of the output with every output column (the missing ones null)."""
+    n = part.num_rows
+    return pa.table(
+        {name: part.column(name).cast(t) if name in part.column_names else pa.nulls(n, t) for name, t in _FK_ARROW},
+        schema=pa.schema(_FK_ARROW),
+    )
 
 
 def _array(values) -> pa.Array:
@@ -272,7 +294,7 @@ def _array(values) -> pa.Array:
 _FK_ARROW = [
     ("lkb", pa.binary()), ("role", pa.int8()), ("lv", pa.binary()), ("lts", pa.int64()),
     ("r_old", pa.binary()), ("r_old_ts", pa.int64()), ("r_new", pa.binary()), ("r_new_ts", pa.int64()),
-    ("r_change_ts", pa.int64()),
+    ("r_change_ts", pa.int64()), ("l_old", pa.binary()), ("l_new", pa.binary()), ("l_ts", pa.int64()),
 ]
 
 

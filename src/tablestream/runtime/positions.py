@@ -33,10 +33,11 @@ _POSITIONS = ["topic", "partition", "offset", "timestamp"]
 
 @dataclass(frozen=True)
 class BatchPositions:
-    """A batch's records with ``o_ts``, and each checked source's invalid records
-    (``topic, partition, offset``; absent when it has none)."""
+    """A batch's records with ``o_ts``, how many there are, and each checked source's
+    invalid records (``topic, partition, offset``; absent when it has none)."""
 
     records: DataFrame
+    count: int
     invalid: dict[str, pa.Table]
 
     def valid(self, source: str, rows: DataFrame) -> DataFrame:
@@ -62,7 +63,7 @@ def read_positions(records: DataFrame, checks: dict[str, Column]) -> BatchPositi
         bad = positions.filter(positions.column(flag))
         if bad.num_rows:
             invalid[name] = bad.select(["topic", "partition", "offset"])
-    return BatchPositions(_with_order_time(records, positions), invalid)
+    return BatchPositions(_with_order_time(records, positions), positions.num_rows, invalid)
 
 
 def with_order_time(records: DataFrame) -> DataFrame:
