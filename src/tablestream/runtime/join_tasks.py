@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .state import StoreSession
-from .tasks import ORDER_COLUMNS
+from .tasks import ORDER_COLUMNS, timestamped
 
 _TS = struct.Struct(">q")
 _LEN = struct.Struct(">I")
@@ -45,6 +45,15 @@ def subscription_key(foreign_key: bytes, left_key: bytes) -> bytes:
 
 def subscription_prefix(foreign_key: bytes) -> bytes:
     return _LEN.pack(len(foreign_key)) + foreign_key
+
+
+def subscription_keys(foreign_keys: pa.Array, left_keys: pa.Array) -> pa.Array:
+    """:func:`subscription_key` over Arrow arrays."""
+    lengths = pc.binary_length(foreign_keys).to_numpy(zero_copy_only=False).astype(">u4")
+    prefixes = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(_LEN.size), len(lengths), [None, pa.py_buffer(np.ascontiguousarray(lengths).view(np.uint8))]
+    )
+    return pc.binary_join_element_wise(prefixes.cast(pa.binary()), foreign_keys, left_keys, b"")
 
 
 def _in_order(table: pa.Table) -> pa.Table:
@@ -219,13 +228,14 @@ def foreign_key_join(table: pa.Table, right: StoreSession, subscriptions: StoreS
 
     # Subscriptions: removed when a row leaves its foreign key, written with its new value.
     leaving = lookups.filter(lookups.column("unsubscribe"))
-    sub_keys = [subscription_key(f, lk) for f, lk in zip(
-        leaving.column("fkb").to_pylist(), leaving.column("lkb").to_pylist(), strict=True)]
-    sub_values: list[bytes | None] = [None] * len(sub_keys)
-    sub_keys += [subscription_key(f, lk) for f, lk in zip(
-        subscribes.column("fkb").to_pylist(), subscribes.column("lkb").to_pylist(), strict=True)]
-    sub_values += [pack(t, v) for t, v in zip(
-        subscribes.column("ts").to_pylist(), subscribes.column("vb").to_pylist(), strict=True)]
+    sub_keys = pa.concat_arrays([
+        subscription_keys(_array(leaving.column("fkb")), _array(leaving.column("lkb"))),
+        subscription_keys(_array(subscribes.column("fkb")), _array(subscribes.column("lkb"))),
+    ])
+    sub_values = pa.concat_arrays([
+        pa.nulls(leaving.num_rows, pa.binary()),
+        timestamped(_array(subscribes.column("vb")), _array(subscribes.column("ts"))),
+    ])
 
     # Every unchanged subscriber of a changed right row meets the change.
     if changes.num_rows:
@@ -264,14 +274,12 @@ def foreign_key_join(table: pa.Table, right: StoreSession, subscriptions: StoreS
                 "r_change_ts": pa.array(reached["r_change_ts"], pa.int64()),
             }))
 
-    if sub_keys:
-        last_value = dict(zip(sub_keys, sub_values, strict=True))  # the last of the batch wins
-        subscriptions.put(list(last_value), list(last_value.values()))
+    if len(sub_keys):
+        subscriptions.put(sub_keys.to_pylist(), sub_values.to_pylist())  # the last of the batch wins
     if changes.num_rows:
         right.put(
             changes.column("fkb").to_pylist(),
-            [None if v is None else pack(t, v) for t, v in zip(
-                changes.column("ts").to_pylist(), changes.column("vb").to_pylist(), strict=True)],
+            timestamped(_array(changes.column("vb")), _array(changes.column("ts"))).to_pylist(),
         )
     if not parts:
         return pa.table({name: pa.array([], t) for name, t in _FK_ARROW})

@@ -1,0 +1,26 @@
+"""Arrow forms of the join kernels' key and entry layouts agree with the per-row ones."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tablestream.runtime.join_tasks import pack, subscription_key, subscription_keys
+from tablestream.runtime.tasks import timestamped
+
+_bytes = st.binary(max_size=20)
+
+
+@given(st.lists(st.tuples(_bytes, _bytes), max_size=20))
+def test_subscription_keys_are_the_per_row_keys(pairs):
+    fks = pa.array([f for f, _ in pairs], pa.binary())
+    lks = pa.array([lk for _, lk in pairs], pa.binary())
+    assert subscription_keys(fks, lks).to_pylist() == [subscription_key(f, lk) for f, lk in pairs]
+
+
+@given(st.lists(st.tuples(st.one_of(st.none(), _bytes), st.integers(-(2**63), 2**63 - 1)), max_size=20))
+def test_timestamped_values_are_the_per_row_entries(rows):
+    values = pa.array([v for v, _ in rows], pa.binary())
+    stamps = pa.array([t for _, t in rows], pa.int64())
+    assert timestamped(values, stamps).to_pylist() == [None if v is None else pack(t, v) for v, t in rows]
