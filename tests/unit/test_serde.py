@@ -11,7 +11,7 @@ import sys
 from decimal import Decimal
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tablestream.errors import SchemaError, SerializationError
@@ -750,6 +750,8 @@ def test_delimited_round_trip(case, delimiter):
 
 @settings(max_examples=100, deadline=None)
 @given(_typed_value(_leaf_types))
+@example((PrimitiveType("STRING"), "\r"))  # a lone line break is quoted
+@example((PrimitiveType("STRING"), "\r0"))
 def test_delimited_single_value_round_trip(case):
     t, value = case
     fmt = get_format("DELIMITED", t)

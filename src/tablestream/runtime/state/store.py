@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from rocksdict import Checkpoint, Options, Rdict, WriteBatch
 
 _HEADER = struct.Struct(">qBI")  # batch id, flags, length of the value
+_HEADER_FIELDS = np.dtype([("batch", ">i8"), ("flags", "u1"), ("length", ">u4")])  # the same, for arrays
 _HAS_VALUE = 1
 _HAS_PREV = 2
 _DATA = b"\x01"  # user keys live under this prefix; metadata under _META
@@ -121,7 +122,7 @@ def befores(entries: pa.Array, batch_id: int) -> pa.Array:
         return pa.array([], pa.binary())
     starts = offsets[:-1]
     header = data[np.where(valid, starts, 0)[:, None] + np.arange(_HEADER.size)] if data.size else np.zeros((n, _HEADER.size), np.uint8)
-    fields = np.ascontiguousarray(header).view(np.dtype([("batch", ">i8"), ("flags", "u1"), ("length", ">u4")]))[:, 0]
+    fields = np.ascontiguousarray(header).view(_HEADER_FIELDS)[:, 0]
     written = np.where(valid, fields["batch"], -1)
     if (written > batch_id).any():
         ahead = int(written[written > batch_id][0])
@@ -141,7 +142,7 @@ def encode_entries(batch_id: int, values: pa.Array, prevs: pa.Array) -> pa.Array
     n = len(values)
     has_value = pc.is_valid(values).to_numpy(zero_copy_only=False)
     has_prev = pc.is_valid(prevs).to_numpy(zero_copy_only=False)
-    header = np.zeros(n, np.dtype([("batch", ">i8"), ("flags", "u1"), ("length", ">u4")]))
+    header = np.zeros(n, _HEADER_FIELDS)
     header["batch"] = batch_id
     header["flags"] = np.where(has_value, _HAS_VALUE, 0) | np.where(has_prev, _HAS_PREV, 0)
     header["length"] = pc.fill_null(pc.binary_length(values), 0).to_numpy(zero_copy_only=False)

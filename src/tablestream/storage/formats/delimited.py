@@ -91,11 +91,12 @@ class DelimitedFormat(Format):
         else:
             fields = [to_text(normalize(value, self.sql_type), self.sql_type)]  # type: ignore[arg-type]
         out = io.StringIO()
+        # the terminator makes the writer quote fields holding a line break; it is cut off after
         csv.writer(
-            out, delimiter=self.delimiter, quotechar='"', doublequote=True, lineterminator=""
+            out, delimiter=self.delimiter, quotechar='"', doublequote=True, lineterminator="\r\n"
         ).writerow(fields)
         try:
-            return out.getvalue().encode("utf-8")
+            return out.getvalue()[:-2].encode("utf-8")
         except UnicodeEncodeError as e:
             raise SerializationError(f"cannot encode the line as UTF-8: {e}") from None
 
