@@ -17,6 +17,7 @@ from tablestream.runtime.state.store import (
     befores,
     encode_entries,
     encode_entry,
+    leading_int64,
     strip_prefix,
 )
 
@@ -234,3 +235,44 @@ def test_strip_prefix_drops_the_first_bytes_of_each_value(values, size):
     assert strip_prefix(pa.array(values, pa.binary()), size).to_pylist() == [
         None if v is None else v[size:] for v in values
     ]
+
+
+@given(st.lists(st.one_of(st.none(), st.tuples(st.integers(-(2**63), 2**63 - 1), st.binary(max_size=6))), max_size=20))
+def test_leading_int64_reads_the_big_endian_number_each_value_starts_with(rows):
+    values = [None if r is None else r[0].to_bytes(8, "big", signed=True) + r[1] for r in rows]
+    assert leading_int64(pa.array(values, pa.binary())).to_pylist() == [None if r is None else r[0] for r in rows]
+
+
+_prefixed_batches = st.lists(
+    st.tuples(
+        st.dictionaries(
+            st.sampled_from([b"a|1", b"a|22", b"ab|3", b"b|4", b"b|", b"c|5"]),
+            st.one_of(st.none(), st.sampled_from([b"x", b"yy", b""])),
+        ),
+        st.booleans(),  # run the batch twice (a replay)
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_prefixed_batches, st.lists(st.sampled_from([b"a|", b"a", b"b|", b"c|", b"z|"]), max_size=4))
+def test_prefix_scan_before_finds_what_prefix_items_finds(tmp_path_factory, batches, prefixes):
+    root = tmp_path_factory.mktemp("scan")
+    layout = StoreLayout(root / "local", root / "durable", snapshot_every=3)
+    for batch_id, (changes, replay) in enumerate(batches):
+        run(layout, batch_id, list(changes), list(changes.values()))
+        # Scanned by the batch itself (a replay reads as before it) and by the next one.
+        for reader in (batch_id, batch_id + 1) if replay else (batch_id + 1,):
+            with StoreSession(layout, "s", 0, reader) as session:
+                expected = [(i, k[len(p):], v) for i, p in enumerate(prefixes) for k, v in session.prefix_items(p, before=True)]
+                owner, keys, values = session.prefix_scan_before(prefixes)
+                assert list(zip(owner.tolist(), keys.to_pylist(), values.to_pylist(), strict=True)) == expected
+
+
+def test_prefix_scan_before_comes_before_the_sessions_writes(layout):
+    with StoreSession(layout, "s", 0, 0) as session:
+        session.put([b"a|1"], [b"1"])
+        with pytest.raises(StoreError, match="prefix_scan_before must come before the session's writes"):
+            session.prefix_scan_before([b"a|"])

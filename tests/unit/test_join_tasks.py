@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tablestream.runtime.join_tasks import pack, subscription_key, subscription_keys
@@ -12,6 +12,7 @@ from tablestream.runtime.tasks import timestamped
 _bytes = st.binary(max_size=20)
 
 
+@settings(deadline=None)
 @given(st.lists(st.tuples(_bytes, _bytes), max_size=20))
 def test_subscription_keys_are_the_per_row_keys(pairs):
     fks = pa.array([f for f, _ in pairs], pa.binary())
@@ -19,6 +20,7 @@ def test_subscription_keys_are_the_per_row_keys(pairs):
     assert subscription_keys(fks, lks).to_pylist() == [subscription_key(f, lk) for f, lk in pairs]
 
 
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.none(), _bytes), st.integers(-(2**63), 2**63 - 1)), max_size=20))
 def test_timestamped_values_are_the_per_row_entries(rows):
     values = pa.array([v for v, _ in rows], pa.binary())

@@ -1011,7 +1011,7 @@ class BatchRunner:
         rows = left.df.select(*left_in).unionByName(right.df.select(*right_in))
         stores = (f"{node.name}-LEFT", f"{node.name}-RIGHT")
         changed = self._persist(self._stage(stores).run(rows, "kb", join_tasks.table_join, join_tasks.PK_SCHEMA), node)
-        decoded = changed.select(*self.once(node.name, "decoded", lambda: [
+        decoded = _evaluated_once(changed, self.once(node.name, "decoded", lambda: [
             _join_key(F.col("kb"), left).alias("key"),
             *[from_canonical(F.col(f"{s}_{w}"), shape.dtype).alias(f"{s}_{w}")
               for s, shape in (("l", left.value), ("r", right.value)) for w in ("old", "new")],
@@ -1096,7 +1096,7 @@ class BatchRunner:
                 )).otherwise(F.greatest("lts", "r_change_ts")).alias("ts"),
             ]
 
-        decoded = grouped.select(*self.once(node.name, "decoded", decoded_columns))
+        decoded = _evaluated_once(grouped, self.once(node.name, "decoded", decoded_columns))
         joined, shape = self._join_sides(node, decoded, node.kind, left.value, right.value,
                                          {"old": ("l_old", "r_old"), "new": ("l_new", "r_new")})
         df = joined.select(*self.once(node.name, "result", lambda: ["key", "old", "new", "ts", *_aggregate_order()]))
@@ -1371,6 +1371,13 @@ def _aggregate_order() -> list[Column]:
             for c, t in zip(ORDER[1:], ("int", "int", "long", "int"), strict=True)
         ],
     ]
+
+
+def _evaluated_once(df: DataFrame, columns: list) -> DataFrame:
+    """``df.select(*columns)`` whose expressions run once per row whatever later filters
+    use them: Spark pushes a filter below a projection by copying the projected
+    expressions into it (every decode once per use); a generator's output stops that."""
+    return df.select(F.inline(F.array(F.struct(*columns))))
 
 
 def _changed() -> Column:

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .state import StoreSession
+from .state.store import leading_int64, strip_prefix
 from .tasks import ORDER_COLUMNS, timestamped
 
 _TS = struct.Struct(">q")
@@ -196,9 +197,8 @@ def foreign_key_join(table: pa.Table, right: StoreSession, subscriptions: StoreS
         )
         changes = changes.take(last.column("_i_max"))
     fks = _array(pc.unique(fkb))
-    before = [unpack(e) for e in right.get_before(fks.to_pylist())]
-    before_value = pa.array([v for v, _ in before], pa.binary())
-    before_ts = pa.array([t for _, t in before], pa.int64())
+    stored = pa.array(right.get_before(fks.to_pylist()), pa.binary())
+    before_value, before_ts = strip_prefix(stored, 8), leading_int64(stored)
     if changes.num_rows:
         changed_at = pc.index_in(fks, value_set=_array(changes.column("fkb")))  # null: no right change
         change_value = _array(changes.column("vb")).take(pc.fill_null(changed_at, 0))
@@ -237,45 +237,31 @@ def foreign_key_join(table: pa.Table, right: StoreSession, subscriptions: StoreS
         timestamped(_array(subscribes.column("vb")), _array(subscribes.column("ts"))),
     ])
 
-    # Every unchanged subscriber of a changed right row meets the change.
+    # Every unchanged subscriber of a changed right row meets the change (a subscriber
+    # whose left row changed in this batch meets it through that change's own rows).
     if changes.num_rows:
-        touched: dict[bytes, set[bytes]] = {}
-        for rows in (lookups, subscribes):
-            near = rows.filter(pc.is_in(rows.column("fkb"), value_set=_array(changes.column("fkb"))))
-            for f, lk in zip(near.column("fkb").to_pylist(), near.column("lkb").to_pylist(), strict=True):
-                touched.setdefault(f, set()).add(lk)
-        reached: dict[str, list] = {c: [] for c in ("lkb", "lv", "lts", "r_old", "r_old_ts", "r_new", "r_new_ts", "r_change_ts")}
-        positions = pc.index_in(changes.column("fkb"), value_set=fks).to_pylist()
-        for fk, change_stamp, at in zip(changes.column("fkb").to_pylist(), changes.column("ts").to_pylist(), positions, strict=True):
-            prefix = subscription_prefix(fk)
-            skip = touched.get(fk, ())
-            old_v, old_t = before[at]
-            new_v = after_value[at].as_py()
-            new_t = after_ts[at].as_py()
-            for key, entry in subscriptions.prefix_items(prefix, before=True):
-                lkb = key[len(prefix):]
-                if lkb in skip:
-                    continue
-                reached["lkb"].append(lkb)
-                reached["lv"].append(entry[8:])
-                reached["lts"].append(_TS.unpack_from(entry)[0])
-                reached["r_old"].append(old_v)
-                reached["r_old_ts"].append(old_t)
-                reached["r_new"].append(new_v)
-                reached["r_new_ts"].append(new_t)
-                reached["r_change_ts"].append(change_stamp)
-        n = len(reached["lkb"])
-        if n:
-            parts.append(pa.table({
-                "lkb": pa.array(reached["lkb"], pa.binary()), "role": pa.array(np.full(n, ROLE_RIGHT, np.int8)),
-                "lv": pa.array(reached["lv"], pa.binary()), "lts": pa.array(reached["lts"], pa.int64()),
-                "r_old": pa.array(reached["r_old"], pa.binary()), "r_old_ts": pa.array(reached["r_old_ts"], pa.int64()),
-                "r_new": pa.array(reached["r_new"], pa.binary()), "r_new_ts": pa.array(reached["r_new_ts"], pa.int64()),
-                "r_change_ts": pa.array(reached["r_change_ts"], pa.int64()),
-            }))
+        change_fks = _array(changes.column("fkb"))
+        owner, lkbs, entries = subscriptions.prefix_scan_before([subscription_prefix(f) for f in change_fks.to_pylist()])
+        near = [rows.filter(pc.is_in(rows.column("fkb"), value_set=change_fks)) for rows in (lookups, subscribes)]
+        touched = pa.concat_arrays([subscription_keys(_array(r.column("fkb")), _array(r.column("lkb"))) for r in near])
+        untouched = pc.invert(pc.is_in(subscription_keys(change_fks.take(owner), lkbs), value_set=touched))
+        owner = owner[untouched.to_numpy(zero_copy_only=False)]
+        lkbs, entries = lkbs.filter(untouched), entries.filter(untouched)
+        at = pc.index_in(change_fks, value_set=fks).take(owner)
+        parts.append(pa.table({
+            "lkb": lkbs, "role": pa.array(np.full(len(lkbs), ROLE_RIGHT, np.int8)),
+            "lv": strip_prefix(entries, 8), "lts": leading_int64(entries),
+            "r_old": before_value.take(at), "r_old_ts": before_ts.take(at),
+            "r_new": after_value.take(at), "r_new_ts": after_ts.take(at),
+            "r_change_ts": _array(changes.column("ts")).take(owner),
+        }))
 
     if len(sub_keys):
-        subscriptions.put(sub_keys.to_pylist(), sub_values.to_pylist())  # the last of the batch wins
+        # The last write of a key in the batch wins.
+        last = pa.table({"k": sub_keys, "_i": pa.array(np.arange(len(sub_keys)))}).group_by("k").aggregate([("_i", "max")])
+        at = pc.sort_indices(last.column("_i_max"))
+        written = last.column("_i_max").take(at)
+        subscriptions.get_and_put_all(sub_keys.take(written), sub_values.take(written))
     if changes.num_rows:
         right.put(
             changes.column("fkb").to_pylist(),

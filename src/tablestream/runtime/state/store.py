@@ -107,11 +107,21 @@ def _buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return offsets, data, valid
 
 
-def strip_prefix(values: pa.Array, size: int) -> pa.Array:
-    """Each value without its first ``size`` bytes (nulls stay null)."""
+def strip_prefix(values: pa.Array, size: int | np.ndarray) -> pa.Array:
+    """Each value without its first ``size`` bytes (one size, or one per value; nulls
+    stay null)."""
     values = values.cast(pa.binary())
     offsets, _, valid = _buffers(values)
     return _slices(values, offsets[:-1] + size, np.maximum(np.diff(offsets) - size, 0), valid)
+
+
+def leading_int64(values: pa.Array) -> pa.Array:
+    """The big-endian 64-bit integer each value starts with (null for a null value)."""
+    offsets, data, valid = _buffers(values)
+    starts = np.where(valid, offsets[:-1], 0)
+    head = data[starts[:, None] + np.arange(8)] if data.size else np.zeros((len(valid), 8), np.uint8)
+    numbers = np.ascontiguousarray(head).view(">i8")[:, 0].astype(np.int64)
+    return pa.array(numbers, pa.int64(), mask=~valid)
 
 
 def befores(entries: pa.Array, batch_id: int) -> pa.Array:
@@ -342,6 +352,43 @@ class StoreSession:
             value = _before(entry, self.batch_id) if before else decode_entry(entry)[1]
             if value is not None:
                 yield key, value
+
+    def prefix_scan_before(self, prefixes: Sequence[bytes]) -> tuple[np.ndarray, pa.Array, pa.Array]:
+        """Every key under each of ``prefixes`` with its value before this batch, as
+        arrays: the index of the key's prefix, the key without its prefix and the value
+        (keys without a value before this batch are left out). The walk over RocksDB is
+        the only per-key Python; entries are decoded with array operations. Reads what
+        RocksDB holds, so it must come before this session's writes."""
+        assert self._db is not None, "store session is not open"
+        self._check_not_bulk()
+        if self._pending:
+            raise StoreError("prefix_scan_before must come before the session's writes")
+        owners: list[int] = []
+        keys: list[bytes] = []
+        entries: list[bytes] = []
+        cursor = self._db.iter()
+        try:
+            for i, prefix in enumerate(prefixes):
+                full = _DATA + prefix
+                cursor.seek(full)
+                while cursor.valid():
+                    key = cursor.key()
+                    if not key.startswith(full):
+                        break
+                    owners.append(i)
+                    keys.append(key)
+                    entries.append(cursor.value())
+                    cursor.next()
+        finally:
+            del cursor
+        owner = np.asarray(owners, np.int64)
+        if not keys:
+            return owner, pa.array([], pa.binary()), pa.array([], pa.binary())
+        values = befores(pa.array(entries, pa.binary()), self.batch_id)
+        sizes = np.fromiter((len(p) + len(_DATA) for p in prefixes), np.int64, len(prefixes))
+        suffixes = strip_prefix(pa.array(keys, pa.binary()), sizes[owner])
+        live = pc.is_valid(values)
+        return owner[live.to_numpy(zero_copy_only=False)], suffixes.filter(live), values.filter(live)
 
     # --------------------------------------------------------------------- writes
     def put(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
