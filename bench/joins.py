@@ -13,6 +13,7 @@ deletions, 20% product updates and 55% order value updates (random keys).
       the whole join in Spark every batch; then the left table doubled and the same again.
 
 usage: python bench/joins.py [--left 1000000] [--right 100000] [--changes 1000000]
+       python bench/joins.py --left 10000000 --steady-only   # (b) at 10M orders
 """
 
 from __future__ import annotations
@@ -267,6 +268,9 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=10_000)
     parser.add_argument("--tws-sample", type=int, default=50_000)
+    parser.add_argument("--steady-only", action="store_true",
+                        help="bootstrap, then (b) at this size only: no catch-up, no doubling "
+                             "(the 10M-row comparison: python bench/joins.py --left 10000000 --steady-only)")
     args = parser.parse_args()
 
     spark = get_spark(
@@ -298,19 +302,20 @@ def main() -> None:
 
     # (a) catch-up over a backlog of changes.
     ts = 10_000_000
-    for start in range(0, args.changes, 250_000):
-        orders, products = work.changes(min(250_000, args.changes - start), ts)
-        ts += 250_000
-        store.append("orders", orders)
-        store.append("products", products)
-    began = time.perf_counter()
-    app.run_until_caught_up()
-    catchup = time.perf_counter() - began
-    catchup_rate = args.changes / catchup
-    # Same fan-out as the benchmark (orders per product), scaled to the sample.
-    sample_right = max(1, args.tws_sample * args.right // args.left)
-    tws = tws_rate(spark, Workload(np.random.default_rng(11), args.tws_sample, sample_right),
-                   args.tws_sample, sample_right, args.tws_sample, home / "tws")
+    if not args.steady_only:
+        for start in range(0, args.changes, 250_000):
+            orders, products = work.changes(min(250_000, args.changes - start), ts)
+            ts += 250_000
+            store.append("orders", orders)
+            store.append("products", products)
+        began = time.perf_counter()
+        app.run_until_caught_up()
+        catchup = time.perf_counter() - began
+        catchup_rate = args.changes / catchup
+        # Same fan-out as the benchmark (orders per product), scaled to the sample.
+        sample_right = max(1, args.tws_sample * args.right // args.left)
+        tws = tws_rate(spark, Workload(np.random.default_rng(11), args.tws_sample, sample_right),
+                       args.tws_sample, sample_right, args.tws_sample, home / "tws")
 
     # (b) steady batches, then the left table doubled.
     next_batch = 1_000_000
@@ -331,24 +336,27 @@ def main() -> None:
         return times, recomputes
 
     steady_1x, recompute_1x = steady(next_batch)
-    work.grow(args.left)
-    for start in range(args.left, 2 * args.left, 500_000):
-        rows = work.initial_orders(start, min(500_000, 2 * args.left - start), ts)
-        ts += rows.num_rows
-        app.process_batch(records_frame(spark, {"orders": store.append("orders", rows)}), next_batch + 100 + start)
-    steady_2x, recompute_2x = steady(next_batch + 10_000_000)
-
-    m1, m2 = statistics.median(steady_1x[1:]), statistics.median(steady_2x[1:])
-    r1, r2 = statistics.median(recompute_1x), statistics.median(recompute_2x)
+    m1, r1 = statistics.median(steady_1x[1:]), statistics.median(recompute_1x)
     print(f"bootstrap: {args.left:,} orders + {args.right:,} products in {bootstrap:.1f} s")
-    print(f"(a) catch-up: {args.changes:,} changes in {catchup:.1f} s = {catchup_rate:,.0f} changes/s (target >= 100,000)")
-    print(f"    transformWithState, both sides ({args.tws_sample:,} changes over {args.tws_sample:,} orders and "
-          f"{sample_right:,} products): {tws:,.0f} changes/s")
-    print(f"    ratio: {catchup_rate / tws:.1f}x (target >= 25x)")
-    print(f"(b) steady {args.batch_size:,}-change batches, {args.left:,} orders: median {m1:.3f} s (target < 1.2 s)")
-    print(f"    recompute of the whole join: {r1:.3f} s -> {r1 / m1:.1f}x")
-    print(f"    orders doubled to {2 * args.left:,}: median {m2:.3f} s = {m2 / m1:.2f}x (target < 1.3x); "
-          f"recompute {r2:.3f} s -> {r2 / m2:.1f}x")
+    if not args.steady_only:
+        print(f"(a) catch-up: {args.changes:,} changes in {catchup:.1f} s = {catchup_rate:,.0f} changes/s "
+              "(target >= 100,000)")
+        print(f"    transformWithState, both sides ({args.tws_sample:,} changes over {args.tws_sample:,} orders and "
+              f"{sample_right:,} products): {tws:,.0f} changes/s")
+        print(f"    ratio: {catchup_rate / tws:.1f}x (target >= 25x)")
+    print(f"(b) steady {args.batch_size:,}-change batches, {args.left:,} orders: median {m1:.3f} s "
+          "(target < 1.2 s at 1M orders)")
+    print(f"    recompute of the whole join: {r1:.3f} s -> {r1 / m1:.1f}x (target >= 10x at 10M orders)")
+    if not args.steady_only:
+        work.grow(args.left)
+        for start in range(args.left, 2 * args.left, 500_000):
+            rows = work.initial_orders(start, min(500_000, 2 * args.left - start), ts)
+            ts += rows.num_rows
+            app.process_batch(records_frame(spark, {"orders": store.append("orders", rows)}), next_batch + 100 + start)
+        steady_2x, recompute_2x = steady(next_batch + 10_000_000)
+        m2, r2 = statistics.median(steady_2x[1:]), statistics.median(recompute_2x)
+        print(f"    orders doubled to {2 * args.left:,}: median {m2:.3f} s = {m2 / m1:.2f}x (target < 1.3x); "
+              f"recompute {r2:.3f} s -> {r2 / m2:.1f}x")
     spark.stop()
 
 
