@@ -16,6 +16,7 @@ usage: python bench/engine_core.py [--keys 1000000] [--records 2000000] [--batch
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 import time
@@ -212,54 +213,57 @@ def main() -> None:
         },
     )
     home = Path(tempfile.mkdtemp(prefix="tablestream-bench-"))
-    store = EmbeddedStore(home)
-    store.create_topic(TopicConfig("changes", partitions=PARTITIONS))
-    rng = np.random.default_rng(42)
+    try:
+        store = EmbeddedStore(home)
+        store.create_topic(TopicConfig("changes", partitions=PARTITIONS))
+        rng = np.random.default_rng(42)
 
-    # (a) catch-up
-    warm_up(spark, store, rng)
-    backlog = changelog(rng, args.records, (0, args.keys), 0, 0.05)
-    for start in range(0, backlog.num_rows, 500_000):
-        store.append("changes", backlog.slice(start, 500_000))
-    app = Application(topology(), "bench", store=store, spark=spark, partitions=STATE_PARTITIONS, snapshot_every=1_000)
-    began = time.perf_counter()
-    app.run_until_caught_up()
-    catchup = time.perf_counter() - began
-    catchup_rate = args.records / catchup
-    tws = tws_rate(spark, backlog.slice(0, args.tws_sample), home / "tws")
+        # (a) catch-up
+        warm_up(spark, store, rng)
+        backlog = changelog(rng, args.records, (0, args.keys), 0, 0.05)
+        for start in range(0, backlog.num_rows, 500_000):
+            store.append("changes", backlog.slice(start, 500_000))
+        app = Application(topology(), "bench", store=store, spark=spark, partitions=STATE_PARTITIONS, snapshot_every=1_000)
+        began = time.perf_counter()
+        app.run_until_caught_up()
+        catchup = time.perf_counter() - began
+        catchup_rate = args.records / catchup
+        tws = tws_rate(spark, backlog.slice(0, args.tws_sample), home / "tws")
 
-    # (b) + (c) steady batches
-    def steady(key_range: tuple[int, int], first_batch: int) -> tuple[list[float], list[float]]:
-        times, recomputes = [], []
-        for i in range(args.batches):
-            changes = changelog(rng, args.batch_size, key_range, 10_000_000 + i * args.batch_size, 0.05)
-            written = store.append("changes", changes)
-            frame = records_frame(spark, store, written)
-            began = time.perf_counter()
-            app.process_batch(frame, first_batch + i)
-            times.append(time.perf_counter() - began)
-            if i < 3:
-                recomputes.append(recompute(spark, store))
-        return times, recomputes
+        # (b) + (c) steady batches
+        def steady(key_range: tuple[int, int], first_batch: int) -> tuple[list[float], list[float]]:
+            times, recomputes = [], []
+            for i in range(args.batches):
+                changes = changelog(rng, args.batch_size, key_range, 10_000_000 + i * args.batch_size, 0.05)
+                written = store.append("changes", changes)
+                frame = records_frame(spark, store, written)
+                began = time.perf_counter()
+                app.process_batch(frame, first_batch + i)
+                times.append(time.perf_counter() - began)
+                if i < 3:
+                    recomputes.append(recompute(spark, store))
+            return times, recomputes
 
-    next_batch = 1_000
-    steady_1x, recompute_1x = steady((0, args.keys), next_batch)
-    # Double the state: a second backlog over new keys, then the same steady batches.
-    extra = changelog(rng, args.keys, (args.keys, 2 * args.keys), 20_000_000, 0.0)
-    written = store.append("changes", extra)
-    app.process_batch(records_frame(spark, store, written), next_batch + 100)
-    steady_2x, recompute_2x = steady((0, 2 * args.keys), next_batch + 200)
+        next_batch = 1_000
+        steady_1x, recompute_1x = steady((0, args.keys), next_batch)
+        # Double the state: a second backlog over new keys, then the same steady batches.
+        extra = changelog(rng, args.keys, (args.keys, 2 * args.keys), 20_000_000, 0.0)
+        written = store.append("changes", extra)
+        app.process_batch(records_frame(spark, store, written), next_batch + 100)
+        steady_2x, recompute_2x = steady((0, 2 * args.keys), next_batch + 200)
 
-    m1, m2 = statistics.median(steady_1x[1:]), statistics.median(steady_2x[1:])
-    r1, r2 = statistics.median(recompute_1x), statistics.median(recompute_2x)
-    print(f"(a) catch-up: {args.records:,} records / {args.keys:,} keys in {catchup:.1f} s = {catchup_rate:,.0f} records/s")
-    print(f"    transformWithState per key (latest value, then sum per group; {args.tws_sample:,}-record sample): {tws:,.0f} records/s")
-    print(f"    ratio: {catchup_rate / tws:.1f}x (target >= 50x)")
-    print(f"(b) steady {args.batch_size:,}-change batches, {args.keys:,} keys: median {m1:.3f} s (target < 1.0 s)")
-    print(f"    state doubled to {2 * args.keys:,} keys: median {m2:.3f} s = {m2 / m1:.2f}x (target < 1.3x)")
-    print(f"(c) recompute from scratch: {r1:.3f} s at {args.keys:,} keys, {r2:.3f} s at {2 * args.keys:,}")
-    print(f"    ratio recompute / incremental: {r1 / m1:.1f}x and {r2 / m2:.1f}x")
-    spark.stop()
+        m1, m2 = statistics.median(steady_1x[1:]), statistics.median(steady_2x[1:])
+        r1, r2 = statistics.median(recompute_1x), statistics.median(recompute_2x)
+        print(f"(a) catch-up: {args.records:,} records / {args.keys:,} keys in {catchup:.1f} s = {catchup_rate:,.0f} records/s")
+        print(f"    transformWithState per key (latest value, then sum per group; {args.tws_sample:,}-record sample): {tws:,.0f} records/s")
+        print(f"    ratio: {catchup_rate / tws:.1f}x (target >= 50x)")
+        print(f"(b) steady {args.batch_size:,}-change batches, {args.keys:,} keys: median {m1:.3f} s (target < 1.0 s)")
+        print(f"    state doubled to {2 * args.keys:,} keys: median {m2:.3f} s = {m2 / m1:.2f}x (target < 1.3x)")
+        print(f"(c) recompute from scratch: {r1:.3f} s at {args.keys:,} keys, {r2:.3f} s at {2 * args.keys:,}")
+        print(f"    ratio recompute / incremental: {r1 / m1:.1f}x and {r2 / m2:.1f}x")
+    finally:
+        spark.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":

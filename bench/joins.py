@@ -19,6 +19,7 @@ usage: python bench/joins.py [--left 1000000] [--right 100000] [--changes 100000
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 import time
@@ -285,79 +286,82 @@ def main() -> None:
         },
     )
     home = Path(tempfile.mkdtemp(prefix="tablestream-bench-joins-"))
-    store = EmbeddedStore(home)
-    for topic in ("orders", "products"):
-        store.create_topic(TopicConfig(topic, partitions=PARTITIONS))
-    rng = np.random.default_rng(7)
-    work = Workload(rng, args.left, args.right)
+    try:
+        store = EmbeddedStore(home)
+        for topic in ("orders", "products"):
+            store.create_topic(TopicConfig(topic, partitions=PARTITIONS))
+        rng = np.random.default_rng(7)
+        work = Workload(rng, args.left, args.right)
 
-    # Bootstrap: every product and order once.
-    store.append("products", work.products(np.arange(args.right), 0))
-    for start in range(0, args.left, 500_000):
-        store.append("orders", work.initial_orders(start, min(500_000, args.left - start), 1_000_000 + start))
-    app = Application(topology(), "bench", store=store, spark=spark, partitions=STATE_PARTITIONS, snapshot_every=1_000)
-    began = time.perf_counter()
-    app.run_until_caught_up()
-    bootstrap = time.perf_counter() - began
-
-    # (a) catch-up over a backlog of changes.
-    ts = 10_000_000
-    if not args.steady_only:
-        for start in range(0, args.changes, 250_000):
-            orders, products = work.changes(min(250_000, args.changes - start), ts)
-            ts += 250_000
-            store.append("orders", orders)
-            store.append("products", products)
+        # Bootstrap: every product and order once.
+        store.append("products", work.products(np.arange(args.right), 0))
+        for start in range(0, args.left, 500_000):
+            store.append("orders", work.initial_orders(start, min(500_000, args.left - start), 1_000_000 + start))
+        app = Application(topology(), "bench", store=store, spark=spark, partitions=STATE_PARTITIONS, snapshot_every=1_000)
         began = time.perf_counter()
         app.run_until_caught_up()
-        catchup = time.perf_counter() - began
-        catchup_rate = args.changes / catchup
-        # Same fan-out as the benchmark (orders per product), scaled to the sample.
-        sample_right = max(1, args.tws_sample * args.right // args.left)
-        tws = tws_rate(spark, Workload(np.random.default_rng(11), args.tws_sample, sample_right),
-                       args.tws_sample, sample_right, args.tws_sample, home / "tws")
+        bootstrap = time.perf_counter() - began
 
-    # (b) steady batches, then the left table doubled.
-    next_batch = 1_000_000
-
-    def steady(first_batch: int) -> tuple[list[float], list[float]]:
-        nonlocal ts
-        times, recomputes = [], []
-        for i in range(args.batches):
-            orders, products = work.changes(args.batch_size, ts)
-            ts += args.batch_size
-            written = {"orders": store.append("orders", orders), "products": store.append("products", products)}
-            frame = records_frame(spark, written)
+        # (a) catch-up over a backlog of changes.
+        ts = 10_000_000
+        if not args.steady_only:
+            for start in range(0, args.changes, 250_000):
+                orders, products = work.changes(min(250_000, args.changes - start), ts)
+                ts += 250_000
+                store.append("orders", orders)
+                store.append("products", products)
             began = time.perf_counter()
-            app.process_batch(frame, first_batch + i)
-            times.append(time.perf_counter() - began)
-            if i < 3:
-                recomputes.append(recompute(spark, store))
-        return times, recomputes
+            app.run_until_caught_up()
+            catchup = time.perf_counter() - began
+            catchup_rate = args.changes / catchup
+            # Same fan-out as the benchmark (orders per product), scaled to the sample.
+            sample_right = max(1, args.tws_sample * args.right // args.left)
+            tws = tws_rate(spark, Workload(np.random.default_rng(11), args.tws_sample, sample_right),
+                           args.tws_sample, sample_right, args.tws_sample, home / "tws")
 
-    steady_1x, recompute_1x = steady(next_batch)
-    m1, r1 = statistics.median(steady_1x[1:]), statistics.median(recompute_1x)
-    print(f"bootstrap: {args.left:,} orders + {args.right:,} products in {bootstrap:.1f} s")
-    if not args.steady_only:
-        print(f"(a) catch-up: {args.changes:,} changes in {catchup:.1f} s = {catchup_rate:,.0f} changes/s "
-              "(target >= 100,000)")
-        print(f"    transformWithState, both sides ({args.tws_sample:,} changes over {args.tws_sample:,} orders and "
-              f"{sample_right:,} products): {tws:,.0f} changes/s")
-        print(f"    ratio: {catchup_rate / tws:.1f}x (target >= 25x)")
-    print(f"(b) steady {args.batch_size:,}-change batches, {args.left:,} orders: median {m1:.3f} s "
-          "(target < 1.2 s at 1M orders)")
-    print(f"    recompute of the whole join: {r1:.3f} s -> {r1 / m1:.1f}x (target >= 10x at 10M orders)")
-    if not args.steady_only:
-        work.grow(args.left)
-        for start in range(args.left, 2 * args.left, 500_000):
-            rows = work.initial_orders(start, min(500_000, 2 * args.left - start), ts)
-            ts += rows.num_rows
-            app.process_batch(records_frame(spark, {"orders": store.append("orders", rows)}), next_batch + 100 + start)
-        steady_2x, recompute_2x = steady(next_batch + 10_000_000)
-        m2, r2 = statistics.median(steady_2x[1:]), statistics.median(recompute_2x)
-        print(f"    orders doubled to {2 * args.left:,}: median {m2:.3f} s = {m2 / m1:.2f}x (target < 1.3x); "
-              f"recompute {r2:.3f} s -> {r2 / m2:.1f}x")
-    spark.stop()
+        # (b) steady batches, then the left table doubled.
+        next_batch = 1_000_000
+
+        def steady(first_batch: int) -> tuple[list[float], list[float]]:
+            nonlocal ts
+            times, recomputes = [], []
+            for i in range(args.batches):
+                orders, products = work.changes(args.batch_size, ts)
+                ts += args.batch_size
+                written = {"orders": store.append("orders", orders), "products": store.append("products", products)}
+                frame = records_frame(spark, written)
+                began = time.perf_counter()
+                app.process_batch(frame, first_batch + i)
+                times.append(time.perf_counter() - began)
+                if i < 3:
+                    recomputes.append(recompute(spark, store))
+            return times, recomputes
+
+        steady_1x, recompute_1x = steady(next_batch)
+        m1, r1 = statistics.median(steady_1x[1:]), statistics.median(recompute_1x)
+        print(f"bootstrap: {args.left:,} orders + {args.right:,} products in {bootstrap:.1f} s")
+        if not args.steady_only:
+            print(f"(a) catch-up: {args.changes:,} changes in {catchup:.1f} s = {catchup_rate:,.0f} changes/s "
+                  "(target >= 100,000)")
+            print(f"    transformWithState, both sides ({args.tws_sample:,} changes over {args.tws_sample:,} orders and "
+                  f"{sample_right:,} products): {tws:,.0f} changes/s")
+            print(f"    ratio: {catchup_rate / tws:.1f}x (target >= 25x)")
+        print(f"(b) steady {args.batch_size:,}-change batches, {args.left:,} orders: median {m1:.3f} s "
+              "(target < 1.2 s at 1M orders)")
+        print(f"    recompute of the whole join: {r1:.3f} s -> {r1 / m1:.1f}x (target >= 10x at 10M orders)")
+        if not args.steady_only:
+            work.grow(args.left)
+            for start in range(args.left, 2 * args.left, 500_000):
+                rows = work.initial_orders(start, min(500_000, 2 * args.left - start), ts)
+                ts += rows.num_rows
+                app.process_batch(records_frame(spark, {"orders": store.append("orders", rows)}), next_batch + 100 + start)
+            steady_2x, recompute_2x = steady(next_batch + 10_000_000)
+            m2, r2 = statistics.median(steady_2x[1:]), statistics.median(recompute_2x)
+            print(f"    orders doubled to {2 * args.left:,}: median {m2:.3f} s = {m2 / m1:.2f}x (target < 1.3x); "
+                  f"recompute {r2:.3f} s -> {r2 / m2:.1f}x")
+    finally:
+        spark.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ DataFrame operations; per-key state is read and written by store stages
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -50,7 +52,16 @@ from .expressions import (
     sql_column,
     to_python,
 )
-from .frames import ORDER, STREAM_COLUMNS, Frame, canonical_bytes, from_canonical, json_text
+from .frames import (
+    ORDER,
+    STREAM_COLUMNS,
+    Frame,
+    arrow_decodable,
+    canonical_bytes,
+    from_canonical,
+    json_text,
+    nullable,
+)
 from .positions import read_positions
 from .stage import StoreStage
 from .state import StoreLayout
@@ -1068,11 +1079,18 @@ class BatchRunner:
             .unionByName(right.df.select(*right_cols))
         )
         stores = (f"{node.subscriptions}-RIGHT", node.subscriptions)
+
+        def kernel():
+            # The kernel hands values over decoded when Arrow reads their type exactly.
+            types = [nullable(f.value.dtype) if arrow_decodable(f.value.dtype) else None for f in (left, right)]
+            arrow = [None if t is None else to_arrow_type(t) for t in types]
+            run = functools.partial(join_tasks.foreign_key_join, left_type=arrow[0], right_type=arrow[1])
+            return run, join_tasks.fk_schema(*types), [t is not None for t in types]
+
+        fk_kernel, fk_schema, decoded_out = self.once(node.name, "kernel", kernel)
         # Back by left key: a changed left row meets the right rows of its old and new
         # foreign keys; an unchanged one the change of the right row it references.
-        combined = self._persist(
-            self._stage(stores).run(rows, "fkb", join_tasks.foreign_key_join, join_tasks.FK_SCHEMA), node
-        )
+        combined = self._persist(self._stage(stores).run(rows, "fkb", fk_kernel, fk_schema), node)
 
         def aggregates():
             fields = ["lv", "lts", "r_old", "r_old_ts", "r_new", "r_new_ts", "r_change_ts", "l_old", "l_new", "l_ts"]
@@ -1082,21 +1100,30 @@ class BatchRunner:
         grouped = combined.groupBy("lkb").agg(*self.once(node.name, "aggregates", aggregates))
 
         def decoded_columns():
-            changed = F.coalesce(F.col("changed"), F.lit(False))
+            # Each value decoded once: an unchanged left row's value (``lv``) stands for
+            # both its old and new value, picked after the decodes.
             l_dtype, r_dtype = left.value.dtype, right.value.dtype
-            lv = from_canonical(F.col("lv"), l_dtype)
-            return [
+            changed = F.coalesce(F.col("changed"), F.lit(False))
+            decoded = [
                 _join_key(F.col("lkb"), left).alias("key"),
-                F.when(changed, from_canonical(F.col("l_old"), l_dtype)).otherwise(lv).alias("l_old"),
-                F.when(changed, from_canonical(F.col("l_new"), l_dtype)).otherwise(lv).alias("l_new"),
-                from_canonical(F.col("r_old"), r_dtype).alias("r_old"),
-                from_canonical(F.col("r_new"), r_dtype).alias("r_new"),
+                changed.alias("changed"),
+                *[(F.col(c) if decoded_out[0] else from_canonical(F.col(c), l_dtype)).alias(c)
+                  for c in ("lv", "l_old", "l_new")],
+                *[(F.col(c) if decoded_out[1] else from_canonical(F.col(c), r_dtype)).alias(c)
+                  for c in ("r_old", "r_new")],
                 F.when(changed, F.greatest(
                     F.col("l_ts"), F.when(F.col("l_new").isNull(), F.col("r_old_ts")).otherwise(F.col("r_new_ts"))
                 )).otherwise(F.greatest("lts", "r_change_ts")).alias("ts"),
             ]
+            picked = [
+                "key",
+                *[F.when(F.col("changed"), F.col(c)).otherwise(F.col("lv")).alias(c) for c in ("l_old", "l_new")],
+                "r_old", "r_new", "ts",
+            ]
+            return decoded, picked
 
-        decoded = _evaluated_once(grouped, self.once(node.name, "decoded", decoded_columns))
+        decoded_values, picked = self.once(node.name, "decoded", decoded_columns)
+        decoded = _evaluated_once(grouped, decoded_values).select(*picked)
         joined, shape = self._join_sides(node, decoded, node.kind, left.value, right.value,
                                          {"old": ("l_old", "r_old"), "new": ("l_new", "r_new")})
         df = joined.select(*self.once(node.name, "result", lambda: ["key", "old", "new", "ts", *_aggregate_order()]))

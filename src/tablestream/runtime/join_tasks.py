@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .frames import decode_canonical
 from .state import StoreSession
 from .state.store import leading_int64, strip_prefix
 from .tasks import ORDER_COLUMNS, timestamped
@@ -160,7 +161,22 @@ RIGHT_CHANGE, OLD_LOOKUP, SUBSCRIBE, LEFT_CHANGE = 0, 1, 2, 3
 ROLE_OLD, ROLE_NEW, ROLE_RIGHT, ROLE_LEFT = 0, 1, 2, 3
 
 
-def foreign_key_join(table: pa.Table, right: StoreSession, subscriptions: StoreSession) -> pa.Table:
+def fk_schema(left_type=None, right_type=None):
+    """The Spark schema of :func:`foreign_key_join`'s rows: left and right values as
+    canonical bytes, or as the given Spark types when the kernel decodes them."""
+    from pyspark.sql.types import BinaryType, ByteType, LongType, StructField, StructType
+
+    spark_types = {pa.binary(): BinaryType(), pa.int8(): ByteType(), pa.int64(): LongType()}
+    values = {"lv": left_type, "l_old": left_type, "l_new": left_type, "r_old": right_type, "r_new": right_type}
+    return StructType([
+        StructField(name, values.get(name) or spark_types[t], True) for name, t in _FK_ARROW
+    ])
+
+
+def foreign_key_join(
+    table: pa.Table, right: StoreSession, subscriptions: StoreSession,
+    left_type: pa.DataType | None = None, right_type: pa.DataType | None = None,
+) -> pa.Table:
     """One foreign-key partition of a batch (KIP-213's subscription side, keyed by the
     foreign key ``fkb``). Rows: right changes (``kind`` 0: ``vb`` the new right value),
     lookups of a changed left row's old foreign key (``kind`` 1: ``unsubscribe`` when
@@ -267,9 +283,17 @@ def foreign_key_join(table: pa.Table, right: StoreSession, subscriptions: StoreS
             changes.column("fkb").to_pylist(),
             timestamped(_array(changes.column("vb")), _array(changes.column("ts"))).to_pylist(),
         )
-    if not parts:
-        return pa.table({name: pa.array([], t) for name, t in _FK_ARROW})
-    return pa.concat_tables([_fk_columns(p) for p in parts])
+    out = pa.concat_tables([_fk_columns(p) for p in parts]) if parts else pa.table(
+        {name: pa.array([], t) for name, t in _FK_ARROW}
+    )
+    # Values leave decoded when their type allows (one Arrow parse per column, not a
+    # Spark from_json per value).
+    for columns, value_type in ((("lv", "l_old", "l_new"), left_type), (("r_old", "r_new"), right_type)):
+        if value_type is not None:
+            for name in columns:
+                at = out.column_names.index(name)
+                out = out.set_column(at, name, decode_canonical(_array(out.column(name)), value_type))
+    return out
 
 
 def _fk_columns(part: pa.Table) -> pa.Table:
@@ -294,6 +318,7 @@ _FK_ARROW = [
 
 __all__ = [
     "FK_SCHEMA",
+    "fk_schema",
     "PK_SCHEMA",
     "STREAM_TABLE_SCHEMA",
     "foreign_key_join",
