@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from stateful import run_to_end
 
 from tablestream.dsl import StreamsBuilder
 from tablestream.runtime.app import Application
@@ -151,16 +152,7 @@ def tws_rate(spark, sample: pa.Table, checkpoint: Path) -> float:
             pass
 
     def run(frame, processor, out_schema, name: str) -> float:
-        began = time.perf_counter()
-        query = (
-            frame.transformWithState(processor, out_schema, "Update", "None")
-            .writeStream.format("delta")
-            .option("checkpointLocation", str(checkpoint / f"{name}-ck"))
-            .trigger(availableNow=True)
-            .start(str(checkpoint / name))
-        )
-        query.awaitTermination()
-        return time.perf_counter() - began
+        return run_to_end(frame, processor, out_schema, checkpoint, name)
 
     source = checkpoint / "source"
     spark.createDataFrame(sample.select(["key", "value"])).selectExpr(

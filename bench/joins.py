@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from stateful import run_to_end
 
 from tablestream.dsl import StreamsBuilder
 from tablestream.runtime.app import Application
@@ -236,16 +237,7 @@ def tws_rate(spark, work: Workload, left: int, right: int, changes: int, checkpo
         ).write.format("delta").mode("append").save(str(products_source))
 
     def run(frame, processor, schema, name: str) -> float:
-        began = time.perf_counter()
-        query = (
-            frame.transformWithState(processor, schema, "Update", "None")
-            .writeStream.format("delta")
-            .option("checkpointLocation", str(checkpoint / f"{name}-ck"))
-            .trigger(availableNow=True)
-            .start(str(checkpoint / name))
-        )
-        query.awaitTermination()
-        return time.perf_counter() - began
+        return run_to_end(frame, processor, schema, checkpoint, name)
 
     def both() -> float:
         events = run(spark.readStream.format("delta").load(str(orders_source)).groupBy("key"), Orders(),
