@@ -189,8 +189,9 @@ def foreign_key_join(
     ``role`` 1 the right row its new foreign key has after the batch, ``role`` 2 for
     every unchanged left row subscribed to a changed right row: its left value and the
     right row before and after, and ``role`` 3 the left change. Column work is Arrow
-    compute; Python touches each distinct foreign key, each subscription written and
-    each subscriber reached."""
+    compute; Python touches each distinct foreign key and steps the store's iterator
+    over each subscriber reached. With ``left_type`` / ``right_type`` (Arrow types) the
+    left / right values leave decoded instead of as canonical bytes."""
     table = _in_order(table).combine_chunks()
     left_changes = table.filter(pc.equal(table.column("kind"), LEFT_CHANGE))
     table = table.filter(pc.not_equal(table.column("kind"), LEFT_CHANGE))
