@@ -152,11 +152,6 @@ def stream_table_join(table: pa.Table, mirror: StoreSession) -> pa.Table:
 
 
 # ------------------------------------------------------------------ foreign key
-FK_SCHEMA = (
-    "lkb binary, role tinyint, lv binary, lts bigint, "
-    "r_old binary, r_old_ts bigint, r_new binary, r_new_ts bigint, r_change_ts bigint, "
-    "l_old binary, l_new binary, l_ts bigint"
-)
 RIGHT_CHANGE, OLD_LOOKUP, SUBSCRIBE, LEFT_CHANGE = 0, 1, 2, 3
 ROLE_OLD, ROLE_NEW, ROLE_RIGHT, ROLE_LEFT = 0, 1, 2, 3
 
@@ -318,7 +313,6 @@ _FK_ARROW = [
 
 
 __all__ = [
-    "FK_SCHEMA",
     "fk_schema",
     "PK_SCHEMA",
     "STREAM_TABLE_SCHEMA",
