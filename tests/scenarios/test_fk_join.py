@@ -294,9 +294,10 @@ def _integration(
     return build
 
 
-def _workflow_topology(kind: str, form: str) -> Callable[[], StreamsBuilder]:
+def _workflow_topology(kind: str, form: str, right_store: str | None = None) -> Callable[[], StreamsBuilder]:
     """Left rows ``{"fk": n, "v": ...}`` (JSON), right rows keyed by BIGINT with String
-    values; the joiner shows the pair ``(fk,right)``, not ``v``."""
+    values; the joiner shows the pair ``(fk,right)``, not ``v``. ``right_store``
+    materializes the right table under that name."""
 
     def build() -> StreamsBuilder:
         if form == "sql":
@@ -311,7 +312,7 @@ def _workflow_topology(kind: str, form: str) -> Callable[[], StreamsBuilder]:
 
         b = StreamsBuilder()
         left = b.table(LEFT, **WORKFLOW_LEFT)
-        right = b.table(RIGHT, **WORKFLOW_RIGHT)
+        right = b.table(RIGHT, **WORKFLOW_RIGHT, **({"materialized_as": right_store} if right_store else {}))
         getattr(left, kind)(
             right, joiner, foreign_key=foreign_key, materialized_as=STORE
         ).to_stream().to(OUT)
@@ -367,6 +368,35 @@ def test_kip213_workflow(spark, kind):
     :func:`test_unchanged_result_is_not_repeated` runs the same topology with Python
     callables over the left value's dict."""
     run_per_record(spark, workflow(kind))
+
+
+RIGHT_STORE = "right-store"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_kip213_workflow_right_table_materialized(spark, kind):
+    """The KIP-213 workflow with the right table materialized (queried, so it keeps a
+    store of its own and hands the join its changes): the same records, and the right
+    table's contents. Without ``materialized_as`` (:func:`test_kip213_workflow`) the
+    join keeps the right table alone: see :func:`test_right_table_kept_by_the_join`."""
+    sc = scenario(_workflow_topology(kind, "sql", RIGHT_STORE), WORKFLOW, kind, WORKFLOW_FINAL,
+                  stores={STORE: WORKFLOW_FINAL, RIGHT_STORE: {1: "foo", 3: "bar", 10: "baz"}})
+    run_per_record(spark, sc)
+
+
+@pytest.mark.parametrize("right_store", [None, RIGHT_STORE])
+def test_right_table_kept_by_the_join(spark, right_store):
+    """A right table read only by a foreign-key join has no store of its own: the join's
+    copy of it (``<subscription store>-RIGHT``) is the table. A materialized right table
+    keeps its store."""
+    built = _workflow_topology("join", "sql", right_store)().build()
+    with TestDriver(built, spark=spark) as driver:
+        driver.create_input_topic(RIGHT).pipe_input(1, "foo", 1)
+        driver.create_input_topic(LEFT).pipe_input("k", fk(1), 2)
+        stores = sorted(p.name for p in driver.layout.local_dir.iterdir())
+    left_store = next(n.store for n in built.sources if n.topic == LEFT)
+    subscriptions = next(n.subscriptions for n in built.nodes if hasattr(n, "subscriptions"))
+    assert stores == sorted([left_store, subscriptions, f"{subscriptions}-RIGHT", *([right_store] if right_store else [])])
 
 
 # ------------------------- KTableKTableForeignKeyJoinIntegrationTest: left-side lifecycle

@@ -309,6 +309,9 @@ class BatchRunner:
         decoded, key_format, value_format = self._decode_source(node)
         key_type = key_format.spark_type()
         shape = _shape(value_format)
+        if self._kept_by_consumer(node):
+            records = decoded.select(*self.once(node.name, "records", lambda: ["key", F.col("value").alias("new"), "ts", *ORDER]))
+            return Frame(records, "table", key_type, shape, applied=False)
         stage_in_columns, out_columns = self.once(
             node.name,
             "columns",
@@ -341,6 +344,23 @@ class BatchRunner:
         if node.queryable:
             self._out.tables[node.store] = frame
         return frame
+
+    def _kept_by_consumer(self, node) -> bool:
+        """Whether a table source's only reader keeps the table itself, so the source
+        needs no store of its own: the right table of one foreign-key join (the join
+        keeps a copy of its right table in any case), not queried, not read by anything
+        else."""
+
+        def decide() -> bool:
+            if type(node) is not sources.TableSource or node.queryable:
+                return False
+            readers = [n for n in self.topology.nodes if node.name in n.parents]
+            return (
+                len(readers) == 1 and isinstance(readers[0], joins.ForeignKeyJoin)
+                and readers[0].right == node.name and readers[0].left != node.name
+            )
+
+        return self.once(node.name, "kept-by-consumer", decide)
 
     def _feeds_stream_join(self, name: str) -> bool:
         """Whether a stream-table join looks up the table ``name`` (and needs every

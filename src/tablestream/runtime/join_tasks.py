@@ -173,7 +173,8 @@ def foreign_key_join(
     left_type: pa.DataType | None = None, right_type: pa.DataType | None = None,
 ) -> pa.Table:
     """One foreign-key partition of a batch (KIP-213's subscription side, keyed by the
-    foreign key ``fkb``). Rows: right changes (``kind`` 0: ``vb`` the new right value),
+    foreign key ``fkb``). Rows: right changes or records (``kind`` 0: ``vb`` the new
+    right value; one that leaves the right row as it was changes nothing),
     lookups of a changed left row's old foreign key (``kind`` 1: ``unsubscribe`` when
     the row leaves it) and subscriptions of a left row's new foreign key (``kind`` 2:
     ``vb`` the new left value), and the left changes themselves (``kind`` 3: ``l_old``,
@@ -211,6 +212,13 @@ def foreign_key_join(
     fks = _array(pc.unique(fkb))
     stored = pa.array(right.get_before(fks.to_pylist()), pa.binary())
     before_value, before_ts = strip_prefix(stored, 8), leading_int64(stored)
+    if changes.num_rows:
+        # Emit on change: a record that repeats the stored value, or deletes a missing
+        # row, changes nothing.
+        prior = before_value.take(pc.index_in(changes.column("fkb"), value_set=fks))
+        value = _array(changes.column("vb"))
+        same = pc.or_(pc.and_(pc.is_null(prior), pc.is_null(value)), pc.fill_null(pc.equal(prior, value), False))
+        changes = changes.filter(pc.invert(same))
     if changes.num_rows:
         changed_at = pc.index_in(fks, value_set=_array(changes.column("fkb")))  # null: no right change
         change_value = _array(changes.column("vb")).take(pc.fill_null(changed_at, 0))
