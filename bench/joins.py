@@ -12,7 +12,11 @@ deletions, 20% product updates and 55% order value updates (random keys).
   (b) steady: batches of STEADY_BATCH changes, median batch time, against recomputing
       the whole join in Spark every batch; then the left table doubled and the same again.
 
-usage: python bench/joins.py [--left 1000000] [--right 100000] [--changes 1000000]
+The join keeps the products table in every state partition (``replicate_right``, a
+dimension table); ``--shuffled`` measures Kafka's layout instead (subscriptions and
+products partitioned by product, results regrouped by order).
+
+usage: python bench/joins.py [--left 1000000] [--right 100000] [--changes 1000000] [--shuffled]
        python bench/joins.py --left 10000000 --steady-only   # (b) at 10M orders
 """
 
@@ -42,7 +46,7 @@ ORDER_SCHEMA = "product STRING, qty BIGINT"
 PRODUCT_SCHEMA = "name STRING, price BIGINT"
 
 
-def topology():
+def topology(replicate_right: bool = True):
     builder = StreamsBuilder()
     orders = builder.table("orders", value_schema=ORDER_SCHEMA)
     products = builder.table("products", value_schema=PRODUCT_SCHEMA)
@@ -51,6 +55,7 @@ def topology():
         "struct(left.qty AS qty, right.name AS name, right.price AS price)",
         foreign_key="product",
         materialized_as="enriched",
+        replicate_right=replicate_right,
     )
     return builder.build()
 
@@ -264,6 +269,8 @@ def main() -> None:
     parser.add_argument("--steady-only", action="store_true",
                         help="bootstrap, then (b) at this size only: no catch-up, no doubling "
                              "(the 10M-row comparison: python bench/joins.py --left 10000000 --steady-only)")
+    parser.add_argument("--shuffled", action="store_true",
+                        help="products partitioned by product as in Kafka Streams, not replicated")
     args = parser.parse_args()
 
     spark = get_spark(
@@ -289,7 +296,7 @@ def main() -> None:
         store.append("products", work.products(np.arange(args.right), 0))
         for start in range(0, args.left, 500_000):
             store.append("orders", work.initial_orders(start, min(500_000, args.left - start), 1_000_000 + start))
-        app = Application(topology(), "bench", store=store, spark=spark, partitions=STATE_PARTITIONS, snapshot_every=1_000)
+        app = Application(topology(not args.shuffled), "bench", store=store, spark=spark, partitions=STATE_PARTITIONS, snapshot_every=1_000)
         began = time.perf_counter()
         app.run_until_caught_up()
         bootstrap = time.perf_counter() - began
@@ -331,6 +338,8 @@ def main() -> None:
 
         steady_1x, recompute_1x = steady(next_batch)
         m1, r1 = statistics.median(steady_1x[1:]), statistics.median(recompute_1x)
+        layout = "partitioned by product (--shuffled)" if args.shuffled else "replicated in every state partition"
+        print(f"products {layout}")
         print(f"bootstrap: {args.left:,} orders + {args.right:,} products in {bootstrap:.1f} s")
         if not args.steady_only:
             print(f"(a) catch-up: {args.changes:,} changes in {catchup:.1f} s = {catchup_rate:,.0f} changes/s "

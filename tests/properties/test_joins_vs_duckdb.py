@@ -65,13 +65,24 @@ fk_changes = st.lists(
 FK_JOINER = "struct(left.qty AS qty, right.name AS name, right.price AS price)"
 
 
+FK_STRATEGIES = {
+    # both joins over the same two tables (each table read twice: stores of its own)
+    "shuffled": (("inner", "left"), False),
+    "replicated": (("inner", "left"), True),
+    # one join, the only reader of both tables: the join keeps them (records in)
+    "replicated-left-join-alone": (("left",), True),
+}
+
+
 @functools.cache
-def _fk_topology():
+def _fk_topology(strategy: str):
+    kinds, replicate = FK_STRATEGIES[strategy]
     builder = StreamsBuilder()
     orders = builder.table("orders", value_schema="product STRING, qty BIGINT")
     products = builder.table("products", value_schema="name STRING, price BIGINT")
-    orders.join(products, FK_JOINER, foreign_key="product", materialized_as="inner")
-    orders.left_join(products, FK_JOINER, foreign_key="product", materialized_as="left")
+    for kind in kinds:
+        join = orders.join if kind == "inner" else orders.left_join
+        join(products, FK_JOINER, foreign_key="product", materialized_as=kind, replicate_right=replicate)
     return builder.build()
 
 
@@ -194,12 +205,12 @@ def _run(spark, topology, tables, oracle, fields, log, sizes, partitions, topic_
         assert len(driver.processing_log) == null_keys, driver.processing_log
 
 
-def _run_fk(spark, log, sizes, partitions, topic_partitions):
+def _run_fk(spark, log, sizes, partitions, topic_partitions, strategy="shuffled"):
     _run(
         spark,
-        _fk_topology(),
+        _fk_topology(strategy),
         FK_TABLES,
-        FK_ORACLE,
+        {kind: FK_ORACLE[kind] for kind in FK_STRATEGIES[strategy][0]},
         FK_FIELDS,
         log,
         sizes,
@@ -223,25 +234,29 @@ def _run_pk(spark, log, sizes, partitions, topic_partitions):
 
 
 # --- properties -----------------------------------------------------------------------------
+@pytest.mark.parametrize("strategy", ["shuffled", "replicated"])
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(log=fk_changes, sizes=batch_sizes)
-def test_foreign_key_joins_equal_sql_after_every_batch(spark, log, sizes):
+def test_foreign_key_joins_equal_sql_after_every_batch(spark, strategy, log, sizes):
     """The two topics have different partition counts: a foreign-key join needs no
-    co-partitioning."""
-    _run_fk(spark, log, sizes, partitions=2, topic_partitions=(3, 1))
+    co-partitioning. Both ways of keeping the join's state (``replicate_right``)."""
+    _run_fk(spark, log, sizes, partitions=2, topic_partitions=(3, 1), strategy=strategy)
 
 
 @settings(
     max_examples=max(EXAMPLES // 2, 1), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
+@pytest.mark.parametrize("strategy", ["shuffled", "replicated-left-join-alone"])
 @given(log=fk_changes, sizes=batch_sizes)
-def test_foreign_key_joins_with_tiny_arrow_batches_and_three_state_partitions(spark, log, sizes):
+def test_foreign_key_joins_with_tiny_arrow_batches_and_three_state_partitions(spark, strategy, log, sizes):
     """Tasks see Arrow batches of two records, across three state partitions: the last
-    change of each side must win by its ordering key, not by arrival."""
+    change of each side must win by its ordering key, not by arrival (with a replicated
+    right table and the join the only reader of both tables, the join's one stage gets
+    the topics' records themselves)."""
     previous = spark.conf.get(ARROW_BATCH, None)
     spark.conf.set(ARROW_BATCH, "2")
     try:
-        _run_fk(spark, log, sizes, partitions=3, topic_partitions=(1, 2))
+        _run_fk(spark, log, sizes, partitions=3, topic_partitions=(1, 2), strategy=strategy)
     finally:
         if previous is None:
             spark.conf.unset(ARROW_BATCH)
@@ -265,10 +280,11 @@ def test_primary_key_joins_equal_sql_after_every_batch(spark, log, sizes):
     partitions=st.integers(1, 8),
     topic_partitions=st.tuples(st.integers(1, 4), st.integers(1, 4)),
 )
-def test_foreign_key_joins_equal_sql_many_examples(spark, log, sizes, partitions, topic_partitions):
+@pytest.mark.parametrize("strategy", list(FK_STRATEGIES))
+def test_foreign_key_joins_equal_sql_many_examples(spark, strategy, log, sizes, partitions, topic_partitions):
     """The slow tier: ten times the examples, any number of state partitions, any
     partition counts of the two topics."""
-    _run_fk(spark, log, sizes, partitions=partitions, topic_partitions=topic_partitions)
+    _run_fk(spark, log, sizes, partitions=partitions, topic_partitions=topic_partitions, strategy=strategy)
 
 
 @pytest.mark.slow

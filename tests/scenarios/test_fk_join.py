@@ -49,6 +49,12 @@ scenarios run with both forms. Callables are made inside factory functions: Spar
 workers unpickle a module-level function by reference, and this test module is not
 importable there.
 
+Every scenario runs with both ways of keeping the join's state (the ``strategy``
+fixture): ``shuffled``, Kafka's (subscriptions and the right table partitioned by the
+foreign key, results regrouped by the left key), and ``replicated`` (``replicate_right``:
+each state partition keeps the whole right table beside its left rows). They must emit
+the same records.
+
 Every scenario also runs as a single batch (``batched=True``, :func:`test_batched`): the
 batch must emit at most one record per changed key, and each output changelog and
 materialized table must equal the join of the input tables' final contents (a key
@@ -68,6 +74,21 @@ from tablestream.storage.partitioner import partition_for_key
 from tablestream.testing.driver import TestDriver, TestRecord
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(params=["shuffled", "replicated"], autouse=True)
+def strategy(request, monkeypatch) -> str:
+    """Every foreign-key join of a test's topologies built the given way."""
+    if request.param == "replicated":
+        from tablestream.dsl.ktable import KTable
+
+        build = KTable._join
+
+        def replicated(self, other, joiner, foreign_key, name, materialized_as, kind, method, replicate_right=False):
+            return build(self, other, joiner, foreign_key, name, materialized_as, kind, method, foreign_key is not None)
+
+        monkeypatch.setattr(KTable, "_join", replicated)
+    return request.param
 
 R = TestRecord
 
@@ -385,10 +406,11 @@ def test_kip213_workflow_right_table_materialized(spark, kind):
 
 
 @pytest.mark.parametrize("right_store", [None, RIGHT_STORE])
-def test_right_table_kept_by_the_join(spark, right_store):
+def test_right_table_kept_by_the_join(spark, right_store, strategy):
     """A right table read only by a foreign-key join has no store of its own: the join's
     copy of it (``<subscription store>-RIGHT``) is the table. A materialized right table
-    keeps its store."""
+    keeps its store. With the right table replicated the join keeps its left table too
+    (``<subscription store>-LEFT``)."""
     built = _workflow_topology("join", "sql", right_store)().build()
     with TestDriver(built, spark=spark) as driver:
         driver.create_input_topic(RIGHT).pipe_input(1, "foo", 1)
@@ -396,7 +418,8 @@ def test_right_table_kept_by_the_join(spark, right_store):
         stores = sorted(p.name for p in driver.layout.local_dir.iterdir())
     left_store = next(n.store for n in built.sources if n.topic == LEFT)
     subscriptions = next(n.subscriptions for n in built.nodes if hasattr(n, "subscriptions"))
-    assert stores == sorted([left_store, subscriptions, f"{subscriptions}-RIGHT", *([right_store] if right_store else [])])
+    left_copy = f"{subscriptions}-LEFT" if strategy == "replicated" else left_store
+    assert stores == sorted([left_copy, subscriptions, f"{subscriptions}-RIGHT", *([right_store] if right_store else [])])
 
 
 # ------------------------- KTableKTableForeignKeyJoinIntegrationTest: left-side lifecycle

@@ -93,7 +93,9 @@ class ForeignKeyJoin(PlanNode):
     """Each row of ``left`` joined with the row of ``right`` whose key is
     ``foreign_key(value)`` (or ``(key, value)``); ``kind`` is inner or left.
     ``subscriptions`` is the store of (foreign key, left key) subscriptions with the
-    left values; ``store`` the optional queryable result."""
+    left values; ``store`` the optional queryable result. ``replicate_right``: every
+    state partition keeps the whole right table beside its left rows (one stage per
+    batch, for a right table small enough to hold once per partition)."""
 
     left: str
     right: str
@@ -102,6 +104,7 @@ class ForeignKeyJoin(PlanNode):
     kind: JoinKind
     subscriptions: str
     store: str | None = None
+    replicate_right: bool = False
 
     @property
     def parents(self) -> tuple[str, ...]:

@@ -347,18 +347,18 @@ class BatchRunner:
 
     def _kept_by_consumer(self, node) -> bool:
         """Whether a table source's only reader keeps the table itself, so the source
-        needs no store of its own: the right table of one foreign-key join (the join
-        keeps a copy of its right table in any case), not queried, not read by anything
-        else."""
+        needs no store of its own: the right table of one foreign-key join, or either
+        table of one whose right table is replicated (the join keeps a copy of those in
+        any case), not queried, not read by anything else."""
 
         def decide() -> bool:
             if type(node) is not sources.TableSource or node.queryable:
                 return False
             readers = [n for n in self.topology.nodes if node.name in n.parents]
-            return (
-                len(readers) == 1 and isinstance(readers[0], joins.ForeignKeyJoin)
-                and readers[0].right == node.name and readers[0].left != node.name
-            )
+            if len(readers) != 1 or not isinstance(readers[0], joins.ForeignKeyJoin):
+                return False
+            join = readers[0]
+            return join.left != join.right and (join.right == node.name or join.replicate_right)
 
         return self.once(node.name, "kept-by-consumer", decide)
 
@@ -1055,6 +1055,8 @@ class BatchRunner:
 
     def visit_ForeignKeyJoin(self, node: joins.ForeignKeyJoin) -> Frame:
         left, right = self._frame(node.left), self._frame(node.right)
+        if node.replicate_right:
+            return self._replicated_fk_join(node, left, right)
         fk_expr = node.foreign_key
         sides = self._sides(node, left, {"fk": lambda: self._key_bytes(fk_expr, left)})
 
@@ -1100,14 +1102,9 @@ class BatchRunner:
         )
         stores = (f"{node.subscriptions}-RIGHT", node.subscriptions)
 
-        def kernel():
-            # The kernel hands values over decoded when Arrow reads their type exactly.
-            types = [nullable(f.value.dtype) if arrow_decodable(f.value.dtype) else None for f in (left, right)]
-            arrow = [None if t is None else to_arrow_type(t) for t in types]
-            run = functools.partial(join_tasks.foreign_key_join, left_type=arrow[0], right_type=arrow[1])
-            return run, join_tasks.fk_schema(*types), [t is not None for t in types]
-
-        fk_kernel, fk_schema, decoded_out = self.once(node.name, "kernel", kernel)
+        fk_kernel, fk_schema, decoded_out = self._fk_kernel(
+            node, left, right, join_tasks.foreign_key_join, join_tasks.fk_schema
+        )
         # Back by left key: a changed left row meets the right rows of its old and new
         # foreign keys; an unchanged one the change of the right row it references.
         combined = self._persist(self._stage(stores).run(rows, "fkb", fk_kernel, fk_schema), node)
@@ -1148,6 +1145,71 @@ class BatchRunner:
                                          {"old": ("l_old", "r_old"), "new": ("l_new", "r_new")})
         df = joined.select(*self.once(node.name, "result", lambda: ["key", "old", "new", "ts", *_aggregate_order()]))
         return self._table_join_result(node, df, left.key_type, left.key_json, shape)
+
+    def _replicated_fk_join(self, node: joins.ForeignKeyJoin, left: Frame, right: Frame) -> Frame:
+        """A foreign-key join whose right table every state partition keeps in full: left
+        rows go to their left key's partition, right rows to every partition, and one
+        stage per batch computes the results (no shuffle by foreign key and back)."""
+
+        def inputs():
+            lkb = _join_key_bytes(left)
+            routes = [F.lit(bytearray(r)) for r in self._routes(left.df)]
+            common = [canonical_bytes(F.col("new")).alias("vb"), "ts", *ORDER]
+            left_rows = [lkb.alias("route"), F.lit(1).cast("tinyint").alias("side"), lkb.alias("kb"),
+                         self._key_bytes(node.foreign_key, left).alias("fk"), *common]
+            right_rows = [F.explode(F.array(*routes)).alias("route"), F.lit(0).cast("tinyint").alias("side"),
+                          _join_key_bytes(right).alias("kb"), F.lit(None).cast("binary").alias("fk"), *common]
+            return {"value": F.col("new")}, left_rows, right_rows
+
+        bind, left_rows, right_rows = self.once(node.name, "replicated-inputs", inputs)
+        rows = left.df.withColumns(bind).select(*left_rows).unionByName(right.df.select(*right_rows))
+
+        fk_kernel, fk_schema, decoded_out = self._fk_kernel(
+            node, left, right, join_tasks.replicated_foreign_key_join, join_tasks.replicated_fk_schema
+        )
+        stores = (f"{node.subscriptions}-LEFT", f"{node.subscriptions}-RIGHT", node.subscriptions)
+        changed = self._persist(self._stage(stores).run(rows, "route", fk_kernel, fk_schema), node)
+
+        def decoded_columns():
+            return [
+                _join_key(F.col("lkb"), left).alias("key"),
+                *[(F.col(c) if decoded_out[i] else from_canonical(F.col(c), f.value.dtype)).alias(c)
+                  for i, f in enumerate((left, right)) for c in (("l_old", "l_new"), ("r_old", "r_new"))[i]],
+                "ts",
+            ]
+
+        decoded = _evaluated_once(changed, self.once(node.name, "decoded", decoded_columns))
+        joined, shape = self._join_sides(node, decoded, node.kind, left.value, right.value,
+                                         {"old": ("l_old", "r_old"), "new": ("l_new", "r_new")})
+        df = joined.select(*self.once(node.name, "result", lambda: ["key", "old", "new", "ts", *_aggregate_order()]))
+        return self._table_join_result(node, df, left.key_type, left.key_json, shape)
+
+    def _fk_kernel(self, node, left: Frame, right: Frame, kernel, schema):
+        """A foreign-key kernel, its output schema and which values it hands over
+        decoded: those whose type Arrow reads exactly."""
+
+        def make():
+            types = [nullable(f.value.dtype) if arrow_decodable(f.value.dtype) else None for f in (left, right)]
+            arrow = [None if t is None else to_arrow_type(t) for t in types]
+            run = functools.partial(kernel, left_type=arrow[0], right_type=arrow[1])
+            return run, schema(*types), [t is not None for t in types]
+
+        return self.once(node.name, "kernel", make)
+
+    def _routes(self, df: DataFrame) -> list[bytes]:
+        """One key per state partition that Spark's shuffle places in that partition (to
+        send a row to every partition), found once by hashing candidates."""
+
+        def find() -> list[bytes]:
+            p = self.partitions
+            candidates = df.sparkSession.range(64 * p).select(F.col("id").cast("string").cast("binary").alias("r"))
+            found = candidates.groupBy(F.pmod(F.hash("r"), F.lit(p)).alias("p")).agg(F.min("r").alias("r")).collect()
+            keys = {row.p: bytes(row.r) for row in found}
+            if len(keys) < p:
+                raise RuntimeError(f"no routing key found for some of {p} state partitions")
+            return [keys[i] for i in range(p)]
+
+        return self.once("batch", "routes", find)
 
     def _key_bytes(self, expr: Expr, frame: Frame) -> Column:
         """Canonical bytes of a key computed by ``expr`` over ``value`` (and ``key``), so

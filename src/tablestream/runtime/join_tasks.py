@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 
 from .frames import decode_canonical
 from .state import StoreSession
-from .state.store import leading_int64, strip_prefix
-from .tasks import ORDER_COLUMNS, timestamped
+from .state.store import _buffers, _slices, leading_int64, strip_prefix
+from .tasks import ORDER_COLUMNS, last_per_key, timestamped
 
 _TS = struct.Struct(">q")
 _LEN = struct.Struct(">I")
@@ -320,8 +320,166 @@ _FK_ARROW = [
 ]
 
 
+
+
+# ------------------------------------------------- foreign key, right table replicated
+_NO_FK = 0xFFFFFFFF  # the foreign-key length of a left row without a foreign key
+
+REPLICATED_FK_ARROW = [
+    ("lkb", pa.binary()), ("l_old", pa.binary()), ("l_new", pa.binary()),
+    ("r_old", pa.binary()), ("r_new", pa.binary()), ("ts", pa.int64()),
+]
+
+
+def replicated_fk_schema(left_type=None, right_type=None):
+    """The Spark schema of :func:`replicated_foreign_key_join`'s rows (values as
+    canonical bytes, or as the given Spark types when the kernel decodes them)."""
+    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+    values = {"l_old": left_type, "l_new": left_type, "r_old": right_type, "r_new": right_type}
+    spark_types = {pa.binary(): BinaryType(), pa.int64(): LongType()}
+    return StructType([StructField(n, values.get(n) or spark_types[t], True) for n, t in REPLICATED_FK_ARROW])
+
+
+def left_entries(stamps: pa.Array, foreign_keys: pa.Array, values: pa.Array) -> pa.Array:
+    """Left-row entries of a replicated foreign-key join: the row's timestamp (8 bytes),
+    its foreign key's length (4 bytes, all ones for none), the foreign key, the value
+    (null values stay null)."""
+    n = len(values)
+    lengths = np.where(
+        pc.is_valid(foreign_keys).to_numpy(zero_copy_only=False),
+        pc.fill_null(pc.binary_length(foreign_keys), 0).to_numpy(zero_copy_only=False), _NO_FK,
+    ).astype(">u4")
+    header = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(4), n, [None, pa.py_buffer(np.ascontiguousarray(lengths).view(np.uint8))]
+    ).cast(pa.binary())
+    keys = pc.fill_null(foreign_keys.cast(pa.binary()), pa.scalar(b"", pa.binary()))
+    return timestamped(pc.binary_join_element_wise(header, keys, values.cast(pa.binary()), b""), stamps)
+
+
+def read_left_entries(entries: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """``(timestamps, foreign keys, values)`` of :func:`left_entries` (null for a null
+    entry; a null foreign key for a row without one)."""
+    offsets, data, valid = _buffers(entries)
+    starts = np.where(valid, offsets[:-1], 0)
+    if data.size:
+        lengths = np.ascontiguousarray(data[starts[:, None] + 8 + np.arange(4)]).view(">u4")[:, 0].astype(np.int64)
+    else:
+        lengths = np.zeros(len(valid), np.int64)
+    has_fk = valid & (lengths != _NO_FK)
+    fk_sizes = np.where(has_fk, lengths, 0)
+    foreign_keys = _slices(entries.cast(pa.binary()), starts + 12, fk_sizes, has_fk)
+    return leading_int64(entries), foreign_keys, strip_prefix(entries, 12 + fk_sizes)
+
+
+def replicated_foreign_key_join(
+    table: pa.Table, left: StoreSession, right: StoreSession, subscriptions: StoreSession,
+    left_type: pa.DataType | None = None, right_type: pa.DataType | None = None,
+) -> pa.Table:
+    """One state partition of a foreign-key join whose right table is replicated: every
+    partition holds the whole right table (``right``: key -> timestamped value), its own
+    left rows (``left``: left key -> timestamp, foreign key, value) and their
+    subscriptions (``subscriptions``: foreign key, left key), so a batch is one stage.
+
+    Rows: ``side`` 1 the left rows of this partition (``kb`` the left key, ``vb`` its new
+    value or null, ``fk`` its foreign key), ``side`` 0 every right row of the batch
+    (``kb`` its key, ``vb`` its new value or null); the last of each key by the ordering
+    key wins, and one that leaves its row as it was changes nothing (emit on change).
+
+    Out, one row per left key whose join inputs changed: ``lkb``, the left and right
+    values before and after the batch, and the result's timestamp (a changed left row:
+    the larger of its timestamp and its new right row's, or its old right row's when
+    deleted; an unchanged left row reached by a right change: the larger of its and the
+    change's). With ``left_type`` / ``right_type`` (Arrow types) values leave decoded."""
+    side = table.column("side")
+    lefts = last_per_key(table.filter(pc.equal(side, 1)))
+    rights = last_per_key(table.filter(pc.equal(side, 0)))
+
+    # Left rows: value before from this partition's copy; the changed ones move on.
+    l_keys = _array(lefts.column("kb"))
+    old_ts, old_fk, old_value = read_left_entries(pa.array(left.get_before(l_keys.to_pylist()), pa.binary()))
+    new_value, new_fk = _array(lefts.column("vb")), _array(lefts.column("fk"))
+    new_fk = pc.if_else(pc.is_valid(new_value), new_fk, pa.nulls(len(new_fk), pa.binary()))
+    changed = pc.invert(_same(old_value, new_value))
+    l_keys, old_value, new_value, old_fk, new_fk = (
+        a.filter(changed) for a in (l_keys, old_value, new_value, old_fk, new_fk)
+    )
+    l_ts = _array(lefts.column("ts")).filter(changed)
+
+    # Right rows: before and after the batch for every foreign key this batch touches.
+    r_keys, r_values, r_ts = (_array(rights.column(c)) for c in ("kb", "vb", "ts"))
+    fks = _array(pc.unique(pa.concat_arrays([r_keys, old_fk.drop_null(), new_fk.drop_null()])))
+    stored = pa.array(right.get_before(fks.to_pylist()), pa.binary())
+    before_value, before_ts = strip_prefix(stored, 8), leading_int64(stored)
+    moved = pc.invert(_same(before_value.take(pc.index_in(r_keys, value_set=fks)), r_values))
+    r_keys, r_values, r_ts = r_keys.filter(moved), r_values.filter(moved), r_ts.filter(moved)
+    after_value, after_ts = before_value, before_ts
+    if len(r_keys):
+        changed_at = pc.index_in(fks, value_set=r_keys)  # null: no right change
+        has_change, at = pc.is_valid(changed_at), pc.fill_null(changed_at, 0)
+        after_value = pc.if_else(has_change, r_values.take(at), before_value)
+        after_ts = pc.if_else(
+            has_change, pc.if_else(pc.is_valid(after_value), r_ts.take(at), pa.nulls(len(fks), pa.int64())), before_ts
+        )
+
+    def right_rows(keys: pa.Array, values: pa.Array, stamps: pa.Array) -> tuple[pa.Array, pa.Array]:
+        at = pc.index_in(keys, value_set=fks)  # null for a null foreign key: no right row
+        return values.take(at), stamps.take(at)
+
+    r_old, r_old_ts = right_rows(old_fk, before_value, before_ts)
+    r_new, r_new_ts = right_rows(new_fk, after_value, after_ts)
+    parts = [pa.table({
+        "lkb": l_keys, "l_old": old_value, "l_new": new_value, "r_old": r_old, "r_new": r_new,
+        "ts": pc.max_element_wise(l_ts, pc.if_else(pc.is_valid(new_value), r_new_ts, r_old_ts)),
+    })]
+
+    # Unchanged left rows subscribed to a changed right row meet the change.
+    if len(r_keys):
+        owner, reached, _ = subscriptions.prefix_scan_before([subscription_prefix(k) for k in r_keys.to_pylist()])
+        keep = pc.invert(pc.is_in(reached, value_set=l_keys))
+        owner, reached = owner[keep.to_numpy(zero_copy_only=False)], reached.filter(keep)
+        if len(reached):
+            lts, _, lv = read_left_entries(pa.array(left.get_before(reached.to_pylist()), pa.binary()))
+            at = pc.index_in(r_keys, value_set=fks).take(owner)
+            parts.append(pa.table({
+                "lkb": reached, "l_old": lv, "l_new": lv,
+                "r_old": before_value.take(at), "r_new": after_value.take(at),
+                "ts": pc.max_element_wise(lts, r_ts.take(owner)),
+            }))
+
+    # Writes: the left rows, their subscriptions where the foreign key moved, the right rows.
+    if len(l_keys):
+        left.put(l_keys.to_pylist(), left_entries(l_ts, new_fk, new_value).to_pylist())
+        moves = pc.invert(_same(old_fk, new_fk))
+        gone = pc.and_(moves, pc.is_valid(old_fk))
+        came = pc.and_(moves, pc.is_valid(new_fk))
+        dropped = subscription_keys(old_fk.filter(gone), l_keys.filter(gone)).to_pylist()
+        added = subscription_keys(new_fk.filter(came), l_keys.filter(came)).to_pylist()
+        if dropped or added:
+            subscriptions.put(dropped + added, [None] * len(dropped) + [b""] * len(added))
+    if len(r_keys):
+        right.put(r_keys.to_pylist(), timestamped(r_values, r_ts).to_pylist())
+
+    out = pa.concat_tables([p.cast(pa.schema(REPLICATED_FK_ARROW)) for p in parts])
+    for columns, value_type in ((("l_old", "l_new"), left_type), (("r_old", "r_new"), right_type)):
+        if value_type is not None:
+            for name in columns:
+                at = out.column_names.index(name)
+                out = out.set_column(at, name, decode_canonical(_array(out.column(name)), value_type))
+    return out
+
+
+def _same(a: pa.Array, b: pa.Array) -> pa.Array:
+    """Null-safe equality of two binary arrays."""
+    return pc.or_(pc.and_(pc.is_null(a), pc.is_null(b)), pc.fill_null(pc.equal(a, b), False))
+
+
 __all__ = [
     "fk_schema",
+    "left_entries",
+    "read_left_entries",
+    "replicated_fk_schema",
+    "replicated_foreign_key_join",
     "PK_SCHEMA",
     "STREAM_TABLE_SCHEMA",
     "foreign_key_join",
@@ -331,4 +489,3 @@ __all__ = [
     "table_join",
     "unpack",
 ]
-
