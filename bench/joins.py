@@ -282,6 +282,8 @@ def main() -> None:
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
             # Steady batches are handed over as a scan, as the streaming source does.
             "spark.sql.execution.arrow.localRelationThreshold": "0",
+            # A bootstrap batch's results (10M rows at --left 10000000) reach the driver.
+            "spark.driver.memory": "8g",
         },
     )
     home = Path(tempfile.mkdtemp(prefix="tablestream-bench-joins-"))

@@ -276,3 +276,30 @@ def test_prefix_scan_before_comes_before_the_sessions_writes(layout):
         session.put([b"a|1"], [b"1"])
         with pytest.raises(StoreError, match="prefix_scan_before must come before the session's writes"):
             session.prefix_scan_before([b"a|"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(_prefixed_batches, st.lists(st.sampled_from([b"a|1", b"a|22", b"b|4", b"q"]), max_size=5))
+def test_get_before_all_reads_what_get_before_reads(tmp_path_factory, batches, keys):
+    root = tmp_path_factory.mktemp("before")
+    layout = StoreLayout(root / "local", root / "durable", snapshot_every=3)
+    for batch_id, (changes, replay) in enumerate(batches):
+        run(layout, batch_id, list(changes), list(changes.values()))
+        for reader in (batch_id, batch_id + 1) if replay else (batch_id + 1,):
+            with StoreSession(layout, "s", 0, reader) as session:
+                bulk = session.get_before_all(pa.array(keys, pa.binary())).to_pylist()
+                assert bulk == session.get_before(keys)
+
+
+def test_get_before_all_may_precede_get_and_put_all_and_comes_before_writes(layout):
+    run(layout, 0, [b"a"], [b"1"])
+    with StoreSession(layout, "s", 0, 1) as session:
+        assert session.get_before_all(pa.array([b"a", b"b"])).to_pylist() == [b"1", None]
+        assert session.get_and_put_all(pa.array([b"a"]), pa.array([b"2"])).to_pylist() == [b"1"]
+        with pytest.raises(StoreError, match="only access"):
+            session.get_before_all(pa.array([b"a"]))
+    with StoreSession(layout, "s", 0, 2) as session:
+        session.put([b"a"], [b"3"])
+        with pytest.raises(StoreError, match="get_before_all must come before the session's writes"):
+            session.get_before_all(pa.array([b"a"]))
+    assert dump(layout, 3) == {b"a": b"3"}

@@ -6,7 +6,13 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tablestream.runtime.join_tasks import pack, subscription_key, subscription_keys
+from tablestream.runtime.join_tasks import (
+    left_entries,
+    pack,
+    read_left_entries,
+    subscription_key,
+    subscription_keys,
+)
 from tablestream.runtime.tasks import timestamped
 
 _bytes = st.binary(max_size=20)
@@ -26,3 +32,18 @@ def test_timestamped_values_are_the_per_row_entries(rows):
     values = pa.array([v for v, _ in rows], pa.binary())
     stamps = pa.array([t for _, t in rows], pa.int64())
     assert timestamped(values, stamps).to_pylist() == [None if v is None else pack(t, v) for v, t in rows]
+
+
+@settings(deadline=None)
+@given(st.lists(st.one_of(st.none(), st.tuples(st.integers(-(2**63), 2**63 - 1), st.one_of(st.none(), _bytes), _bytes)),
+                max_size=20))
+def test_left_entries_read_back(rows):
+    """A replicated foreign-key join's left-row entries: timestamp, foreign key (or
+    none) and value, read back with array operations (null rows stay null)."""
+    stamps = pa.array([0 if r is None else r[0] for r in rows], pa.int64())
+    fks = pa.array([None if r is None else r[1] for r in rows], pa.binary())
+    values = pa.array([None if r is None else r[2] for r in rows], pa.binary())
+    ts, fk, value = read_left_entries(left_entries(stamps, fks, values))
+    assert ts.to_pylist() == [None if r is None else r[0] for r in rows]
+    assert fk.to_pylist() == [None if r is None else r[1] for r in rows]
+    assert value.to_pylist() == [None if r is None else r[2] for r in rows]

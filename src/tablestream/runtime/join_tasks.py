@@ -379,7 +379,9 @@ def replicated_foreign_key_join(
     """One state partition of a foreign-key join whose right table is replicated: every
     partition holds the whole right table (``right``: key -> timestamped value), its own
     left rows (``left``: left key -> timestamp, foreign key, value) and their
-    subscriptions (``subscriptions``: foreign key, left key), so a batch is one stage.
+    subscriptions (``subscriptions``: foreign key, left key -> the left row's timestamped
+    value, so a right change finds its subscribers' values in one walk), so a batch is
+    one stage.
 
     Rows: ``side`` 1 the left rows of this partition (``kb`` the left key, ``vb`` its new
     value or null, ``fk`` its foreign key), ``side`` 0 every right row of the batch
@@ -397,7 +399,7 @@ def replicated_foreign_key_join(
 
     # Left rows: value before from this partition's copy; the changed ones move on.
     l_keys = _array(lefts.column("kb"))
-    old_ts, old_fk, old_value = read_left_entries(pa.array(left.get_before(l_keys.to_pylist()), pa.binary()))
+    old_ts, old_fk, old_value = read_left_entries(left.get_before_all(l_keys))
     new_value, new_fk = _array(lefts.column("vb")), _array(lefts.column("fk"))
     new_fk = pc.if_else(pc.is_valid(new_value), new_fk, pa.nulls(len(new_fk), pa.binary()))
     changed = pc.invert(_same(old_value, new_value))
@@ -409,7 +411,7 @@ def replicated_foreign_key_join(
     # Right rows: before and after the batch for every foreign key this batch touches.
     r_keys, r_values, r_ts = (_array(rights.column(c)) for c in ("kb", "vb", "ts"))
     fks = _array(pc.unique(pa.concat_arrays([r_keys, old_fk.drop_null(), new_fk.drop_null()])))
-    stored = pa.array(right.get_before(fks.to_pylist()), pa.binary())
+    stored = right.get_before_all(fks)
     before_value, before_ts = strip_prefix(stored, 8), leading_int64(stored)
     moved = pc.invert(_same(before_value.take(pc.index_in(r_keys, value_set=fks)), r_values))
     r_keys, r_values, r_ts = r_keys.filter(moved), r_values.filter(moved), r_ts.filter(moved)
@@ -435,11 +437,11 @@ def replicated_foreign_key_join(
 
     # Unchanged left rows subscribed to a changed right row meet the change.
     if len(r_keys):
-        owner, reached, _ = subscriptions.prefix_scan_before([subscription_prefix(k) for k in r_keys.to_pylist()])
+        owner, reached, entries = subscriptions.prefix_scan_before([subscription_prefix(k) for k in r_keys.to_pylist()])
         keep = pc.invert(pc.is_in(reached, value_set=l_keys))
-        owner, reached = owner[keep.to_numpy(zero_copy_only=False)], reached.filter(keep)
+        owner, reached, entries = owner[keep.to_numpy(zero_copy_only=False)], reached.filter(keep), entries.filter(keep)
         if len(reached):
-            lts, _, lv = read_left_entries(pa.array(left.get_before(reached.to_pylist()), pa.binary()))
+            lts, lv = leading_int64(entries), strip_prefix(entries, 8)
             at = pc.index_in(r_keys, value_set=fks).take(owner)
             parts.append(pa.table({
                 "lkb": reached, "l_old": lv, "l_new": lv,
@@ -447,18 +449,25 @@ def replicated_foreign_key_join(
                 "ts": pc.max_element_wise(lts, r_ts.take(owner)),
             }))
 
-    # Writes: the left rows, their subscriptions where the foreign key moved, the right rows.
+    # Writes (keys distinct and in order): the left rows, their subscriptions (moved or
+    # with the new value), the right rows.
     if len(l_keys):
-        left.put(l_keys.to_pylist(), left_entries(l_ts, new_fk, new_value).to_pylist())
-        moves = pc.invert(_same(old_fk, new_fk))
-        gone = pc.and_(moves, pc.is_valid(old_fk))
-        came = pc.and_(moves, pc.is_valid(new_fk))
-        dropped = subscription_keys(old_fk.filter(gone), l_keys.filter(gone)).to_pylist()
-        added = subscription_keys(new_fk.filter(came), l_keys.filter(came)).to_pylist()
-        if dropped or added:
-            subscriptions.put(dropped + added, [None] * len(dropped) + [b""] * len(added))
+        left.get_and_put_all(l_keys, left_entries(l_ts, new_fk, new_value))
+        gone = pc.and_(pc.invert(_same(old_fk, new_fk)), pc.is_valid(old_fk))
+        live = pc.is_valid(new_fk)
+        keys = pa.concat_arrays([
+            subscription_keys(old_fk.filter(gone), l_keys.filter(gone)),
+            subscription_keys(new_fk.filter(live), l_keys.filter(live)),
+        ])
+        if len(keys):
+            values = pa.concat_arrays([
+                pa.nulls(len(keys) - pc.sum(live).as_py(), pa.binary()),
+                timestamped(new_value.filter(live), l_ts.filter(live)),
+            ])
+            order = pc.sort_indices(keys)
+            subscriptions.get_and_put_all(keys.take(order), values.take(order))
     if len(r_keys):
-        right.put(r_keys.to_pylist(), timestamped(r_values, r_ts).to_pylist())
+        right.get_and_put_all(r_keys, timestamped(r_values, r_ts))
 
     out = pa.concat_tables([p.cast(pa.schema(REPLICATED_FK_ARROW)) for p in parts])
     for columns, value_type in ((("l_old", "l_new"), left_type), (("r_old", "r_new"), right_type)):

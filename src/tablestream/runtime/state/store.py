@@ -400,14 +400,33 @@ class StoreSession:
         with one multi-get. Keys must be distinct (deduplicate by the ordering key first)."""
         return self._write(keys, self._entries(keys), values)
 
+    def get_before_all(self, keys: pa.Array) -> pa.Array:
+        """:meth:`get_before` over an Arrow array, decoded with array operations. Reads
+        what RocksDB holds, so it must come before the session's writes; it may precede
+        :meth:`get_and_put_all`."""
+        assert self._db is not None, "store session is not open"
+        self._check_not_bulk()
+        if self._pending:
+            raise StoreError("get_before_all must come before the session's writes")
+        if not len(keys):
+            return pa.array([], pa.binary())
+        # Read in key order (RocksDB reads sorted keys faster), answer in the keys' order.
+        order = pc.sort_indices(keys)
+        prefixed = pc.binary_join_element_wise(_DATA, keys.cast(pa.binary()).take(order), b"").to_pylist()
+        found = befores(pa.array(self._db.get(prefixed), pa.binary()), self.batch_id)
+        back = np.empty(len(order), np.int64)
+        back[order.to_numpy()] = np.arange(len(order))
+        return found.take(pa.array(back))
+
     def _check_not_bulk(self) -> None:
         if self._bulk is not None:
             raise StoreError("get_and_put_all must be the only access of a store session")
 
     def get_and_put_all(self, keys: pa.Array, values: pa.Array) -> pa.Array:
-        """:meth:`get_and_put` over Arrow arrays, for a task that reads and writes the
-        store once per batch (no other call in the session): entries are decoded and
-        built with array operations, not per key in Python. Keys must be distinct."""
+        """:meth:`get_and_put` over Arrow arrays, for a task that writes the store once
+        per batch (no other call in the session but :meth:`get_before_all` and
+        :meth:`prefix_scan_before` before it): entries are decoded and built with array
+        operations, not per key in Python. Keys must be distinct."""
         assert self._db is not None, "store session is not open"
         self._check_not_bulk()
         if self._pending or self._fetched:
