@@ -256,19 +256,24 @@ _prefixed_batches = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None)
-@given(_prefixed_batches, st.lists(st.sampled_from([b"a|", b"a", b"b|", b"c|", b"z|"]), max_size=4))
-def test_prefix_scan_before_finds_what_prefix_items_finds(tmp_path_factory, batches, prefixes):
-    root = tmp_path_factory.mktemp("scan")
+def _readers(root, batches):
+    """Runs each batch, then yields a session of the batch itself (a replay reads as
+    before it) where the batch is replayed, and of the next batch."""
     layout = StoreLayout(root / "local", root / "durable", snapshot_every=3)
     for batch_id, (changes, replay) in enumerate(batches):
         run(layout, batch_id, list(changes), list(changes.values()))
-        # Scanned by the batch itself (a replay reads as before it) and by the next one.
         for reader in (batch_id, batch_id + 1) if replay else (batch_id + 1,):
             with StoreSession(layout, "s", 0, reader) as session:
-                expected = [(i, k[len(p):], v) for i, p in enumerate(prefixes) for k, v in session.prefix_items(p, before=True)]
-                owner, keys, values = session.prefix_scan_before(prefixes)
-                assert list(zip(owner.tolist(), keys.to_pylist(), values.to_pylist(), strict=True)) == expected
+                yield session
+
+
+@settings(max_examples=40, deadline=None)
+@given(_prefixed_batches, st.lists(st.sampled_from([b"a|", b"a", b"b|", b"c|", b"z|"]), max_size=4))
+def test_prefix_scan_before_finds_what_prefix_items_finds(tmp_path_factory, batches, prefixes):
+    for session in _readers(tmp_path_factory.mktemp("scan"), batches):
+        expected = [(i, k[len(p):], v) for i, p in enumerate(prefixes) for k, v in session.prefix_items(p, before=True)]
+        owner, keys, values = session.prefix_scan_before(prefixes)
+        assert list(zip(owner.tolist(), keys.to_pylist(), values.to_pylist(), strict=True)) == expected
 
 
 def test_prefix_scan_before_comes_before_the_sessions_writes(layout):
@@ -281,14 +286,8 @@ def test_prefix_scan_before_comes_before_the_sessions_writes(layout):
 @settings(max_examples=40, deadline=None)
 @given(_prefixed_batches, st.lists(st.sampled_from([b"a|1", b"a|22", b"b|4", b"q"]), max_size=5))
 def test_get_before_all_reads_what_get_before_reads(tmp_path_factory, batches, keys):
-    root = tmp_path_factory.mktemp("before")
-    layout = StoreLayout(root / "local", root / "durable", snapshot_every=3)
-    for batch_id, (changes, replay) in enumerate(batches):
-        run(layout, batch_id, list(changes), list(changes.values()))
-        for reader in (batch_id, batch_id + 1) if replay else (batch_id + 1,):
-            with StoreSession(layout, "s", 0, reader) as session:
-                bulk = session.get_before_all(pa.array(keys, pa.binary())).to_pylist()
-                assert bulk == session.get_before(keys)
+    for session in _readers(tmp_path_factory.mktemp("before"), batches):
+        assert session.get_before_all(pa.array(keys, pa.binary())).to_pylist() == session.get_before(keys)
 
 
 def test_get_before_all_may_precede_get_and_put_all_and_comes_before_writes(layout):
