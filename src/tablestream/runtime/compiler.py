@@ -310,8 +310,10 @@ class BatchRunner:
         key_type = key_format.spark_type()
         shape = _shape(value_format)
         if self._kept_by_consumer(node):
+            # The table's records of the batch (``key, new, ts`` and the ordering key),
+            # applied by the one join that reads them to its own copy of the table.
             records = decoded.select(*self.once(node.name, "records", lambda: ["key", F.col("value").alias("new"), "ts", *ORDER]))
-            return Frame(records, "table", key_type, shape, applied=False)
+            return Frame(records, "table", key_type, shape)
         stage_in_columns, out_columns = self.once(
             node.name,
             "columns",

@@ -55,10 +55,6 @@ class Frame:
     # ordering key), not only the last per key, so a stream record can meet the table
     # as of its own time within the batch.
     versions: DataFrame | None = None
-    # False: ``df`` holds the table's records of the batch (``key, new, ts`` and the
-    # ordering key), not yet applied to a store; its one consumer keeps the table (a
-    # foreign-key join's right table lives in the join's own copy of it).
-    applied: bool = True
 
     def with_df(self, df: DataFrame, **changes) -> Frame:
         return replace(self, df=df, versions=None, **changes)
