@@ -294,6 +294,16 @@ def test_partitions(stream):
     )
 
 
+def test_replicate_right_needs_a_foreign_key(builder):
+    a, b = builder.table("a"), builder.table("b")
+    assert message(InvalidArgumentError, lambda: a.join(b, "right", replicate_right=True)) == (
+        "KTable.join(): replicate_right applies to foreign-key joins only"
+    )
+    assert message(InvalidArgumentError, lambda: a.left_join(b, "right", replicate_right=True)) == (
+        "KTable.left_join(): replicate_right applies to foreign-key joins only"
+    )
+
+
 def test_merge_arguments(stream):
     other = StreamsBuilder().stream("other")
     assert message(InvalidArgumentError, lambda: stream.merge(other)) == (

@@ -399,7 +399,7 @@ def replicated_foreign_key_join(
 
     # Left rows: value before from this partition's copy; the changed ones move on.
     l_keys = _array(lefts.column("kb"))
-    old_ts, old_fk, old_value = read_left_entries(left.get_before_all(l_keys))
+    _, old_fk, old_value = read_left_entries(left.get_before_all(l_keys))
     new_value, new_fk = _array(lefts.column("vb")), _array(lefts.column("fk"))
     new_fk = pc.if_else(pc.is_valid(new_value), new_fk, pa.nulls(len(new_fk), pa.binary()))
     changed = pc.invert(_same(old_value, new_value))
