@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from .frames import decode_canonical
 from .state import StoreSession
 from .state.store import _buffers, _slices, leading_int64, strip_prefix
-from .tasks import ORDER_COLUMNS, last_per_key, timestamped
+from .tasks import ORDER_COLUMNS, last_per_key, same_values, timestamped
 
 _TS = struct.Struct(">q")
 _LEN = struct.Struct(">I")
@@ -216,9 +216,7 @@ def foreign_key_join(
         # Emit on change: a record that repeats the stored value, or deletes a missing
         # row, changes nothing.
         prior = before_value.take(pc.index_in(changes.column("fkb"), value_set=fks))
-        value = _array(changes.column("vb"))
-        same = pc.or_(pc.and_(pc.is_null(prior), pc.is_null(value)), pc.fill_null(pc.equal(prior, value), False))
-        changes = changes.filter(pc.invert(same))
+        changes = changes.filter(pc.invert(same_values(prior, _array(changes.column("vb")))))
     if changes.num_rows:
         changed_at = pc.index_in(fks, value_set=_array(changes.column("fkb")))  # null: no right change
         change_value = _array(changes.column("vb")).take(pc.fill_null(changed_at, 0))
@@ -320,8 +318,6 @@ _FK_ARROW = [
 ]
 
 
-
-
 # ------------------------------------------------- foreign key, right table replicated
 _NO_FK = 0xFFFFFFFF  # the foreign-key length of a left row without a foreign key
 
@@ -402,7 +398,7 @@ def replicated_foreign_key_join(
     _, old_fk, old_value = read_left_entries(left.get_before_all(l_keys))
     new_value, new_fk = _array(lefts.column("vb")), _array(lefts.column("fk"))
     new_fk = pc.if_else(pc.is_valid(new_value), new_fk, pa.nulls(len(new_fk), pa.binary()))
-    changed = pc.invert(_same(old_value, new_value))
+    changed = pc.invert(same_values(old_value, new_value))
     l_keys, old_value, new_value, old_fk, new_fk = (
         a.filter(changed) for a in (l_keys, old_value, new_value, old_fk, new_fk)
     )
@@ -413,7 +409,7 @@ def replicated_foreign_key_join(
     fks = _array(pc.unique(pa.concat_arrays([r_keys, old_fk.drop_null(), new_fk.drop_null()])))
     stored = right.get_before_all(fks)
     before_value, before_ts = strip_prefix(stored, 8), leading_int64(stored)
-    moved = pc.invert(_same(before_value.take(pc.index_in(r_keys, value_set=fks)), r_values))
+    moved = pc.invert(same_values(before_value.take(pc.index_in(r_keys, value_set=fks)), r_values))
     r_keys, r_values, r_ts = r_keys.filter(moved), r_values.filter(moved), r_ts.filter(moved)
     after_value, after_ts = before_value, before_ts
     if len(r_keys):
@@ -453,7 +449,7 @@ def replicated_foreign_key_join(
     # with the new value), the right rows.
     if len(l_keys):
         left.get_and_put_all(l_keys, left_entries(l_ts, new_fk, new_value))
-        gone = pc.and_(pc.invert(_same(old_fk, new_fk)), pc.is_valid(old_fk))
+        gone = pc.and_(pc.invert(same_values(old_fk, new_fk)), pc.is_valid(old_fk))
         live = pc.is_valid(new_fk)
         keys = pa.concat_arrays([
             subscription_keys(old_fk.filter(gone), l_keys.filter(gone)),
@@ -476,11 +472,6 @@ def replicated_foreign_key_join(
                 at = out.column_names.index(name)
                 out = out.set_column(at, name, decode_canonical(_array(out.column(name)), value_type))
     return out
-
-
-def _same(a: pa.Array, b: pa.Array) -> pa.Array:
-    """Null-safe equality of two binary arrays."""
-    return pc.or_(pc.and_(pc.is_null(a), pc.is_null(b)), pc.fill_null(pc.equal(a, b), False))
 
 
 __all__ = [

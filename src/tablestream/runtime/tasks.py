@@ -62,6 +62,11 @@ def timestamped(values: pa.Array, stamps: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(prefixes.cast(pa.binary()), values.cast(pa.binary()), b"")
 
 
+def same_values(a: pa.Array, b: pa.Array) -> pa.Array:
+    """Null-safe equality of two binary arrays (emit on change: what changes nothing)."""
+    return pc.or_(pc.and_(pc.is_null(a), pc.is_null(b)), pc.fill_null(pc.equal(a, b), False))
+
+
 def upsert(table: pa.Table, session: StoreSession) -> pa.Table:
     """Materialize a table from its changelog records (KTable source semantics).
 
@@ -76,10 +81,7 @@ def upsert(table: pa.Table, session: StoreSession) -> pa.Table:
         latest.column("kb").combine_chunks(), timestamped(values, latest.column("ts").combine_chunks())
     )
     old = strip_prefix(stored, 8)
-    same = pc.or_(
-        pc.and_(pc.is_null(old), pc.is_null(values)), pc.fill_null(pc.equal(old, values), False)
-    )
-    changed = pc.invert(same)
+    changed = pc.invert(same_values(old, values))
     rows = latest.filter(changed)
     return pa.table(
         {
