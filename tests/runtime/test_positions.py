@@ -140,3 +140,55 @@ def test_checks_find_each_sources_invalid_records_in_the_same_job(spark):
     assert read.invalid_rows("never", rows) is None
     assert read.count == 4
     assert sorted(r.o_ts for r in read.records.collect()) == [1, 2, 3, 4]
+
+
+def chunks(*rows):
+    """Task summaries: (topic, partition, first offset, last offset, first ts, max ts, in order)."""
+    import pyarrow as pa
+
+    names = ["topic", "partition", "offset", "last_offset", "first_ts", "max_ts", "in_order"]
+    return pa.table({name: [r[i] for r in rows] for i, name in enumerate(names)})
+
+
+@pytest.mark.parametrize(
+    ("summaries", "expected"),
+    [
+        pytest.param(chunks(), True, id="no records"),
+        pytest.param(chunks(("a", 0, 0, 9, 5, 20, True), ("a", 0, 10, 19, 20, 30, True)), True, id="one after another"),
+        pytest.param(chunks(("a", 0, 10, 19, 20, 30, True), ("a", 0, 0, 9, 5, 20, True)), True, id="listed out of order"),
+        pytest.param(chunks(("a", 0, 0, 9, 5, 20, True), ("a", 0, 10, 19, 19, 30, True)), False, id="older than before"),
+        pytest.param(chunks(("a", 0, 0, 9, 5, 20, True), ("a", 0, 5, 19, 20, 30, True)), False, id="interleaved offsets"),
+        pytest.param(chunks(("a", 0, 0, 9, 5, 20, False)), False, id="late within a task"),
+        pytest.param(chunks(("a", 0, 0, 9, 50, 60, True), ("a", 1, 0, 9, 1, 2, True), ("b", 0, 0, 9, 3, 4, True)),
+                     True, id="partitions are independent"),
+    ],
+)
+def test_in_order_tells_whether_any_record_arrived_late_from_task_summaries(summaries, expected):
+    from tablestream.runtime.positions import in_order
+
+    assert in_order(summaries) is expected
+
+
+def test_a_task_sums_up_each_run_of_consecutive_offsets_and_lists_its_invalid_records():
+    import pyarrow as pa
+
+    from tablestream.runtime.positions import _summarize
+
+    rows = pa.RecordBatch.from_pydict({
+        "topic": ["a", "a", "a", "a", "a", "b"],
+        "partition": pa.array([0, 0, 0, 0, 0, 0], pa.int32()),
+        "offset": [5, 1, 0, 2, 4, 0],  # a/0: offsets 0-2 and 4-5 (3 is elsewhere or gone)
+        "timestamp": [3, 6, 5, 6, 7, 1],
+        "_invalid0": [False, True, False, False, False, False],
+    })
+    summary, invalid = (b.to_pylist() for b in _summarize(iter([rows])))
+    assert summary == [
+        {"topic": "a", "partition": 0, "source": -1, "offset": 0, "last_offset": 2, "first_ts": 5, "max_ts": 6,
+         "count": 3, "in_order": True},
+        {"topic": "a", "partition": 0, "source": -1, "offset": 4, "last_offset": 5, "first_ts": 7, "max_ts": 7,
+         "count": 2, "in_order": False},
+        {"topic": "b", "partition": 0, "source": -1, "offset": 0, "last_offset": 0, "first_ts": 1, "max_ts": 1,
+         "count": 1, "in_order": True},
+    ]
+    assert invalid == [{"topic": "a", "partition": 0, "source": 0, "offset": 1, "last_offset": None,
+                        "first_ts": None, "max_ts": None, "count": None, "in_order": None}]

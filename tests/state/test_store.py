@@ -219,6 +219,43 @@ def test_get_and_put_all_reads_writes_and_replays_as_get_and_put(tmp_path_factor
     assert dump(bulk, end) == dump(per_key, end)
 
 
+def known_before_run(layout, batch, keys, values):
+    """A batch written with ``put_all``, its values before read with ``get_before_all``."""
+    with StoreSession(layout, "s", 0, batch) as session:
+        keys = pa.array(keys, pa.binary())
+        before = session.get_before_all(keys)
+        session.put_all(keys, pa.array(values, pa.binary()), before)
+        return before.to_pylist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(_batches)
+def test_put_all_with_the_values_before_writes_and_replays_as_get_and_put(tmp_path_factory, batches):
+    root = tmp_path_factory.mktemp("known")
+    per_key = StoreLayout(root / "a" / "local", root / "a" / "durable", snapshot_every=3)
+    known = StoreLayout(root / "b" / "local", root / "b" / "durable", snapshot_every=3)
+    for batch_id, (changes, replay) in enumerate(batches):
+        keys, values = list(changes), list(changes.values())
+        for _ in range(2 if replay else 1):
+            assert known_before_run(known, batch_id, keys, values) == run(per_key, batch_id, keys, values)
+    end = len(batches)
+    assert dump(known, end) == dump(per_key, end)
+    shutil.rmtree(known.db_dir("s", 0))
+    assert dump(known, end) == dump(per_key, end)
+
+
+def test_put_all_is_the_only_write_of_its_session(layout):
+    with StoreSession(layout, "s", 0, 0) as session:
+        session.put_all(pa.array([b"a"]), pa.array([b"1"]), pa.nulls(1, pa.binary()))
+        with pytest.raises(StoreError, match="only access"):
+            session.put_all(pa.array([b"b"]), pa.array([b"1"]), pa.nulls(1, pa.binary()))
+    with StoreSession(layout, "s", 0, 1) as session:
+        session.get([b"a"])
+        with pytest.raises(StoreError, match="put_all must be the only write of a store session"):
+            session.put_all(pa.array([b"a"]), pa.array([b"2"]), pa.array([b"1"]))
+    assert dump(layout, 2) == {b"a": b"1"}
+
+
 def test_get_and_put_all_is_the_only_access_of_its_session(layout):
     with StoreSession(layout, "s", 0, 0) as session:
         session.get_and_put_all(pa.array([b"a"]), pa.array([b"1"]))

@@ -393,14 +393,21 @@ def replicated_foreign_key_join(
     lefts = last_per_key(table.filter(pc.equal(side, 1)))
     rights = last_per_key(table.filter(pc.equal(side, 0)))
 
+    def decoder(value_type):
+        # Each distinct value is decoded once, before it is repeated across the rows.
+        return (lambda values: values) if value_type is None else (lambda values: decode_canonical(values, value_type))
+
+    decode_left, decode_right = decoder(left_type), decoder(right_type)
+
     # Left rows: value before from this partition's copy; the changed ones move on.
     l_keys = _array(lefts.column("kb"))
-    _, old_fk, old_value = read_left_entries(left.get_before_all(l_keys))
+    l_before = left.get_before_all(l_keys)
+    old_ts, old_fk, old_value = read_left_entries(l_before)
     new_value, new_fk = _array(lefts.column("vb")), _array(lefts.column("fk"))
     new_fk = pc.if_else(pc.is_valid(new_value), new_fk, pa.nulls(len(new_fk), pa.binary()))
     changed = pc.invert(same_values(old_value, new_value))
-    l_keys, old_value, new_value, old_fk, new_fk = (
-        a.filter(changed) for a in (l_keys, old_value, new_value, old_fk, new_fk)
+    l_keys, l_before, old_ts, old_value, new_value, old_fk, new_fk = (
+        a.filter(changed) for a in (l_keys, l_before, old_ts, old_value, new_value, old_fk, new_fk)
     )
     l_ts = _array(lefts.column("ts")).filter(changed)
 
@@ -409,8 +416,9 @@ def replicated_foreign_key_join(
     fks = _array(pc.unique(pa.concat_arrays([r_keys, old_fk.drop_null(), new_fk.drop_null()])))
     stored = right.get_before_all(fks)
     before_value, before_ts = strip_prefix(stored, 8), leading_int64(stored)
-    moved = pc.invert(same_values(before_value.take(pc.index_in(r_keys, value_set=fks)), r_values))
-    r_keys, r_values, r_ts = r_keys.filter(moved), r_values.filter(moved), r_ts.filter(moved)
+    r_at = pc.index_in(r_keys, value_set=fks)
+    moved = pc.invert(same_values(before_value.take(r_at), r_values))
+    r_keys, r_values, r_ts, r_at = r_keys.filter(moved), r_values.filter(moved), r_ts.filter(moved), r_at.filter(moved)
     after_value, after_ts = before_value, before_ts
     if len(r_keys):
         changed_at = pc.index_in(fks, value_set=r_keys)  # null: no right change
@@ -419,15 +427,16 @@ def replicated_foreign_key_join(
         after_ts = pc.if_else(
             has_change, pc.if_else(pc.is_valid(after_value), r_ts.take(at), pa.nulls(len(fks), pa.int64())), before_ts
         )
+    r_before, r_after = decode_right(before_value), decode_right(after_value)
 
     def right_rows(keys: pa.Array, values: pa.Array, stamps: pa.Array) -> tuple[pa.Array, pa.Array]:
         at = pc.index_in(keys, value_set=fks)  # null for a null foreign key: no right row
         return values.take(at), stamps.take(at)
 
-    r_old, r_old_ts = right_rows(old_fk, before_value, before_ts)
-    r_new, r_new_ts = right_rows(new_fk, after_value, after_ts)
+    r_old, r_old_ts = right_rows(old_fk, r_before, before_ts)
+    r_new, r_new_ts = right_rows(new_fk, r_after, after_ts)
     parts = [pa.table({
-        "lkb": l_keys, "l_old": old_value, "l_new": new_value, "r_old": r_old, "r_new": r_new,
+        "lkb": l_keys, "l_old": decode_left(old_value), "l_new": decode_left(new_value), "r_old": r_old, "r_new": r_new,
         "ts": pc.max_element_wise(l_ts, pc.if_else(pc.is_valid(new_value), r_new_ts, r_old_ts)),
     })]
 
@@ -437,41 +446,42 @@ def replicated_foreign_key_join(
         keep = pc.invert(pc.is_in(reached, value_set=l_keys))
         owner, reached, entries = owner[keep.to_numpy(zero_copy_only=False)], reached.filter(keep), entries.filter(keep)
         if len(reached):
-            lts, lv = leading_int64(entries), strip_prefix(entries, 8)
-            at = pc.index_in(r_keys, value_set=fks).take(owner)
+            lv = decode_left(strip_prefix(entries, 8))
+            at = r_at.take(owner)
             parts.append(pa.table({
-                "lkb": reached, "l_old": lv, "l_new": lv,
-                "r_old": before_value.take(at), "r_new": after_value.take(at),
-                "ts": pc.max_element_wise(lts, r_ts.take(owner)),
+                "lkb": reached, "l_old": lv, "l_new": lv, "r_old": r_before.take(at), "r_new": r_after.take(at),
+                "ts": pc.max_element_wise(leading_int64(entries), r_ts.take(owner)),
             }))
 
-    # Writes (keys distinct and in order): the left rows, their subscriptions (moved or
-    # with the new value), the right rows.
+    # Writes, each store's values before the batch already known: the left rows; their
+    # subscriptions (moved, or with the new value), which hold what the left row's entry
+    # holds (timestamp and value) under its foreign key; the right rows.
     if len(l_keys):
-        left.get_and_put_all(l_keys, left_entries(l_ts, new_fk, new_value))
+        left.put_all(l_keys, left_entries(l_ts, new_fk, new_value), l_before)
         gone = pc.and_(pc.invert(same_values(old_fk, new_fk)), pc.is_valid(old_fk))
         live = pc.is_valid(new_fk)
+        kept_fk = same_values(old_fk, new_fk).filter(live)
+        old_sub = timestamped(old_value, pc.fill_null(old_ts, 0))
         keys = pa.concat_arrays([
             subscription_keys(old_fk.filter(gone), l_keys.filter(gone)),
             subscription_keys(new_fk.filter(live), l_keys.filter(live)),
         ])
         if len(keys):
-            values = pa.concat_arrays([
-                pa.nulls(len(keys) - pc.sum(live).as_py(), pa.binary()),
-                timestamped(new_value.filter(live), l_ts.filter(live)),
+            n_gone = len(keys) - pc.sum(live).as_py()
+            values = pa.concat_arrays([pa.nulls(n_gone, pa.binary()), timestamped(new_value.filter(live), l_ts.filter(live))])
+            befores = pa.concat_arrays([
+                old_sub.filter(gone), pc.if_else(kept_fk, old_sub.filter(live), pa.nulls(len(kept_fk), pa.binary())),
             ])
-            order = pc.sort_indices(keys)
-            subscriptions.get_and_put_all(keys.take(order), values.take(order))
+            order = pc.sort_indices(keys)  # RocksDB takes a write batch in key order faster
+            subscriptions.put_all(keys.take(order), values.take(order), befores.take(order))
     if len(r_keys):
-        right.get_and_put_all(r_keys, timestamped(r_values, r_ts))
+        right.put_all(r_keys, timestamped(r_values, r_ts), stored.take(r_at))
 
-    out = pa.concat_tables([p.cast(pa.schema(REPLICATED_FK_ARROW)) for p in parts])
-    for columns, value_type in ((("l_old", "l_new"), left_type), (("r_old", "r_new"), right_type)):
-        if value_type is not None:
-            for name in columns:
-                at = out.column_names.index(name)
-                out = out.set_column(at, name, decode_canonical(_array(out.column(name)), value_type))
-    return out
+    schema = pa.schema([
+        (name, {"l_old": left_type, "l_new": left_type, "r_old": right_type, "r_new": right_type}.get(name) or t)
+        for name, t in REPLICATED_FK_ARROW
+    ])
+    return pa.concat_tables([part.cast(schema) for part in parts])
 
 
 __all__ = [

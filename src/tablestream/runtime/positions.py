@@ -1,17 +1,21 @@
 """What a batch's first job learns about its source records: their ordering time and
 which of them cannot be read.
 
-One Spark job brings the batch's positions (topic, partition, offset, timestamp) to the
-driver as Arrow, with one flag per source: the record is among that source's topics
-and its key or value does not decode in the source's formats (or, for a table, it has
-no key). From them:
+One Spark job reads the batch's positions (topic, partition, offset, timestamp), with
+one flag per source: the record is among that source's topics and its key or value does
+not decode in the source's formats (or, for a table, it has no key). Each task sums up
+its records per run of consecutive offsets of a topic partition (offset range, first
+and largest timestamp, whether the timestamps never go back along the run) and lists
+its invalid records, so only those summaries reach the driver. From them:
 
 * ``o_ts``, the ordering time: a record's timestamp made monotone along its
   partition's offsets (the largest timestamp of the batch's records of that topic
   partition up to its offset). Ordering by ``o_ts`` first keeps every partition in
   offset order (a later record with an older timestamp still comes later, as in Kafka
-  Streams) while different partitions interleave by time. Only the records that
-  arrived late in their partition get a correction, joined by broadcast (usually none).
+  Streams) while different partitions interleave by time. When the summaries show that
+  no record arrived late in its partition (the usual case), ``o_ts`` is the timestamp;
+  otherwise a second job brings every position to the driver, and only the late
+  records get a correction, joined by broadcast.
 * the positions of each source's invalid records. The rules then decode only valid
   records (no checks, and a table's values not at all: its store keeps the bytes), and
   only a batch that has invalid records pays a job for their processing-log entries.
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -54,16 +59,90 @@ class BatchPositions:
 def read_positions(records: DataFrame, checks: dict[str, Column]) -> BatchPositions:
     """One job over ``records``: ``o_ts`` added, and the positions where each boolean
     Column of ``checks`` (source name -> the record is invalid for it) is true."""
-    flags = {name: f"_invalid{i}" for i, name in enumerate(checks)}
-    positions = records.select(
-        *_POSITIONS, *[F.coalesce(check, F.lit(False)).alias(flags[name]) for name, check in checks.items()]
-    ).toArrow()
+    flags = [F.coalesce(check, F.lit(False)).alias(f"_invalid{i}") for i, check in enumerate(checks.values())]
+    positions = records.select(*_POSITIONS, *flags)
+    summaries = positions.mapInArrow(_summarize, _SUMMARY_DDL).toArrow()
+    chunks = summaries.filter(pc.equal(summaries.column("source"), -1))
     invalid = {}
-    for name, flag in flags.items():
-        bad = positions.filter(positions.column(flag))
+    for i, name in enumerate(checks):
+        bad = summaries.filter(pc.equal(summaries.column("source"), i))
         if bad.num_rows:
             invalid[name] = bad.select(["topic", "partition", "offset"])
-    return BatchPositions(_with_order_time(records, positions), positions.num_rows, invalid)
+    count = pc.sum(chunks.column("count")).as_py() or 0
+    if in_order(chunks):
+        return BatchPositions(records.withColumn("o_ts", F.col("timestamp")), count, invalid)
+    return BatchPositions(_with_order_time(records, positions.select(*_POSITIONS).toArrow()), count, invalid)
+
+
+# One row per run of offsets with ``source`` -1, and one per invalid record with the
+# index of the source whose check it fails.
+_SUMMARY_DDL = (
+    "topic string, partition int, source int, offset bigint, last_offset bigint, "
+    "first_ts bigint, max_ts bigint, count bigint, in_order boolean"
+)
+
+
+def _summarize(batches):
+    """A task's records summed up per run of consecutive offsets of a topic partition
+    (the first and last offset, the timestamp at the first, the largest timestamp, the
+    count, and whether the timestamps never go down along the run), then its invalid
+    records. Runs of a partition held by different tasks never overlap."""
+    gathered = [b for b in batches if b.num_rows]
+    if not gathered:
+        return
+    table = pa.Table.from_batches(gathered)
+    topics = pc.dictionary_encode(table.column("topic")).combine_chunks()
+    codes = topics.indices.to_numpy(zero_copy_only=False)
+    part = table.column("partition").to_numpy()
+    offset = table.column("offset").to_numpy()
+    ts = table.column("timestamp").to_numpy()
+    order = np.lexsort((offset, part, codes))
+    codes, part, offset, ts = codes[order], part[order], offset[order], ts[order]
+    starts = np.r_[True, (codes[1:] != codes[:-1]) | (part[1:] != part[:-1]) | (np.diff(offset) != 1)]
+    first = np.flatnonzero(starts)
+    last = np.r_[first[1:], len(ts)] - 1
+    down = np.r_[False, np.diff(ts) < 0] & ~starts
+    n = len(first)
+    yield pa.RecordBatch.from_pydict({
+        "topic": topics.dictionary.take(pa.array(codes[first])), "partition": pa.array(part[first], pa.int32()),
+        "source": pa.array(np.full(n, -1, np.int32)), "offset": pa.array(offset[first]),
+        "last_offset": pa.array(offset[last]), "first_ts": pa.array(ts[first]),
+        "max_ts": pa.array(np.maximum.reduceat(ts, first)), "count": pa.array(last - first + 1),
+        "in_order": pa.array(~np.logical_or.reduceat(down, first)),
+    })
+    for i, flag in enumerate(c for c in table.column_names if c.startswith("_invalid")):
+        bad = table.filter(table.column(flag))
+        if bad.num_rows:
+            m = bad.num_rows
+            yield pa.RecordBatch.from_pydict({
+                "topic": bad.column("topic").combine_chunks(), "partition": bad.column("partition").combine_chunks(),
+                "source": pa.array(np.full(m, i, np.int32)), "offset": bad.column("offset").combine_chunks(),
+                "last_offset": pa.nulls(m, pa.int64()), "first_ts": pa.nulls(m, pa.int64()),
+                "max_ts": pa.nulls(m, pa.int64()), "count": pa.nulls(m, pa.int64()),
+                "in_order": pa.nulls(m, pa.bool_()),
+            })
+
+
+def in_order(chunks: pa.Table) -> bool:
+    """Whether no record of the summed-up ``chunks`` (runs of offsets of a topic
+    partition) has a timestamp below one at an earlier offset of its partition: each
+    run in order, and the runs of a partition, in offset order, each starting no earlier
+    than every timestamp before it."""
+    if chunks.num_rows == 0:
+        return True
+    if not pc.all(chunks.column("in_order")).as_py():
+        return False
+    ordered = chunks.sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
+    topic = ordered.column("topic").to_numpy(zero_copy_only=False)
+    part = ordered.column("partition").to_numpy()
+    first, last = ordered.column("offset").to_numpy(), ordered.column("last_offset").to_numpy()
+    first_ts, max_ts = ordered.column("first_ts").to_numpy(), ordered.column("max_ts").to_numpy()
+    for begin, end in _runs(np.r_[True, (topic[1:] != topic[:-1]) | (part[1:] != part[:-1])]):
+        if (first[begin + 1 : end] <= last[begin : end - 1]).any():
+            return False  # an offset twice
+        if (first_ts[begin + 1 : end] < np.maximum.accumulate(max_ts[begin : end - 1])).any():
+            return False
+    return True
 
 
 def with_order_time(records: DataFrame) -> DataFrame:

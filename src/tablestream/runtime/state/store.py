@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from rocksdict import Checkpoint, Options, Rdict, WriteBatch
+from rocksdict import Checkpoint, Options, Rdict, WriteBatch, WriteOptions
 
 _HEADER = struct.Struct(">qBI")  # batch id, flags, length of the value
 _HEADER_FIELDS = np.dtype([("batch", ">i8"), ("flags", "u1"), ("length", ">u4")])  # the same, for arrays
@@ -43,6 +43,11 @@ _DATA = b"\x01"  # user keys live under this prefix; metadata under _META
 _META = b"\x00"
 _LAST_BATCH = _META + b"last-batch"
 _CHANGELOG_SCHEMA = pa.schema([("key", pa.binary()), ("entry", pa.binary())])
+# A batch's writes skip RocksDB's write-ahead log: the changelog file written first is
+# the store's log (closing a store flushes it; a store that lost its last write replays
+# that changelog when it opens).
+_NO_WAL = WriteOptions()
+_NO_WAL.disable_wal = True
 
 
 class StoreError(RuntimeError):
@@ -300,7 +305,7 @@ class StoreSession:
                 else:
                     wb.put(_DATA + key, entry)
             wb.put(_LAST_BATCH, str(batch).encode())
-            db.write(wb)
+            db.write(wb, _NO_WAL)
 
     # ---------------------------------------------------------------------- reads
     def _entries(self, keys: Sequence[bytes]) -> list[bytes | None]:
@@ -434,16 +439,37 @@ class StoreSession:
         prefixed = pc.binary_join_element_wise(_DATA, keys.cast(pa.binary()), b"").to_pylist()
         entries = pa.array(self._db.get(prefixed), pa.binary())
         before = befores(entries, self.batch_id)
-        written = encode_entries(self.batch_id, values, before)
-        # Nothing before and nothing now: no entry (a stored one of an earlier run of
-        # this batch is dropped).
-        empty = pc.and_(pc.is_null(values), pc.is_null(before))
-        keep = pc.invert(pc.and_(empty, pc.is_null(entries)))
-        self._bulk = (
-            keys.filter(keep),
-            pc.if_else(empty, pa.scalar(None, pa.binary()), written).filter(keep),
-        )
+        self._put_bulk(keys, values, before, stored=pc.is_valid(entries))
         return before
+
+    def put_all(self, keys: pa.Array, values: pa.Array, before: pa.Array) -> None:
+        """The session's one write, when the caller already knows every key's value
+        before this batch (read with :meth:`get_before_all`, or implied by another
+        store's): :meth:`get_and_put_all` without reading the keys again. Keys must be
+        distinct.
+
+        >>> with StoreSession(layout, "left", 0, batch_id=7) as store:    # doctest: +SKIP
+        ...     before = store.get_before_all(keys)
+        ...     store.put_all(keys, values, before)
+        """
+        assert self._db is not None, "store session is not open"
+        self._check_not_bulk()
+        if self._pending or self._fetched:
+            raise StoreError("put_all must be the only write of a store session")
+        self._put_bulk(keys, values, before, stored=None)
+
+    def _put_bulk(self, keys: pa.Array, values: pa.Array, before: pa.Array, stored: pa.Array | None) -> None:
+        """The entries :meth:`commit` writes: each new value with the value before it. A
+        key with nothing before and nothing now has no entry: one stored by an earlier
+        run of this batch is deleted (``stored``: which keys RocksDB holds an entry for;
+        None when unknown, then every such key is deleted)."""
+        written = encode_entries(self.batch_id, values, before)
+        empty = pc.and_(pc.is_null(values), pc.is_null(before))
+        entries = pc.if_else(empty, pa.scalar(None, pa.binary()), written)
+        if stored is not None:
+            keep = pc.invert(pc.and_(empty, pc.invert(stored)))
+            keys, entries = keys.filter(keep), entries.filter(keep)
+        self._bulk = (keys, entries)
 
     def _write(
         self, keys: Sequence[bytes], entries: Sequence[bytes | None], values: Sequence[bytes | None]
@@ -502,7 +528,7 @@ class StoreSession:
             else:
                 wb.put(key, entry)
         wb.put(_LAST_BATCH, str(self.batch_id).encode())
-        self._db.write(wb)
+        self._db.write(wb, _NO_WAL)
         self._maybe_snapshot()
 
     def _maybe_snapshot(self) -> None:
