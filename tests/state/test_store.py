@@ -193,32 +193,6 @@ def bulk_run(layout, batch, keys, values, store="s", partition=0):
         return session.get_and_put_all(pa.array(keys, pa.binary()), pa.array(values, pa.binary())).to_pylist()
 
 
-_batches = st.lists(
-    st.tuples(
-        st.dictionaries(st.sampled_from([b"a", b"b", b"c", b"d"]), st.one_of(st.none(), st.sampled_from([b"1", b"22", b""]))),
-        st.booleans(),  # run the batch twice (a replay)
-    ),
-    max_size=8,
-)
-
-
-@settings(max_examples=40, deadline=None)
-@given(_batches)
-def test_get_and_put_all_reads_writes_and_replays_as_get_and_put(tmp_path_factory, batches):
-    root = tmp_path_factory.mktemp("bulk")
-    per_key = StoreLayout(root / "a" / "local", root / "a" / "durable", snapshot_every=3)
-    bulk = StoreLayout(root / "b" / "local", root / "b" / "durable", snapshot_every=3)
-    for batch_id, (changes, replay) in enumerate(batches):
-        keys, values = list(changes), list(changes.values())
-        for _ in range(2 if replay else 1):
-            assert bulk_run(bulk, batch_id, keys, values) == run(per_key, batch_id, keys, values)
-    end = len(batches)
-    assert dump(bulk, end) == dump(per_key, end)
-    # The changelogs written by the bulk path restore the store.
-    shutil.rmtree(bulk.db_dir("s", 0))
-    assert dump(bulk, end) == dump(per_key, end)
-
-
 def known_before_run(layout, batch, keys, values):
     """A batch written with ``put_all``, its values before read with ``get_before_all``."""
     with StoreSession(layout, "s", 0, batch) as session:
@@ -228,20 +202,31 @@ def known_before_run(layout, batch, keys, values):
         return before.to_pylist()
 
 
+_batches = st.lists(
+    st.tuples(
+        st.dictionaries(st.sampled_from([b"a", b"b", b"c", b"d"]), st.one_of(st.none(), st.sampled_from([b"1", b"22", b""]))),
+        st.booleans(),  # run the batch twice (a replay)
+    ),
+    max_size=8,
+)
+
+
+@pytest.mark.parametrize("bulk_write", [bulk_run, known_before_run], ids=["get_and_put_all", "put_all"])
 @settings(max_examples=40, deadline=None)
 @given(_batches)
-def test_put_all_with_the_values_before_writes_and_replays_as_get_and_put(tmp_path_factory, batches):
-    root = tmp_path_factory.mktemp("known")
+def test_bulk_writes_read_write_and_replay_as_get_and_put(tmp_path_factory, bulk_write, batches):
+    root = tmp_path_factory.mktemp("bulk")
     per_key = StoreLayout(root / "a" / "local", root / "a" / "durable", snapshot_every=3)
-    known = StoreLayout(root / "b" / "local", root / "b" / "durable", snapshot_every=3)
+    bulk = StoreLayout(root / "b" / "local", root / "b" / "durable", snapshot_every=3)
     for batch_id, (changes, replay) in enumerate(batches):
         keys, values = list(changes), list(changes.values())
         for _ in range(2 if replay else 1):
-            assert known_before_run(known, batch_id, keys, values) == run(per_key, batch_id, keys, values)
+            assert bulk_write(bulk, batch_id, keys, values) == run(per_key, batch_id, keys, values)
     end = len(batches)
-    assert dump(known, end) == dump(per_key, end)
-    shutil.rmtree(known.db_dir("s", 0))
-    assert dump(known, end) == dump(per_key, end)
+    assert dump(bulk, end) == dump(per_key, end)
+    # The changelogs written by the bulk path restore the store.
+    shutil.rmtree(bulk.db_dir("s", 0))
+    assert dump(bulk, end) == dump(per_key, end)
 
 
 def test_put_all_is_the_only_write_of_its_session(layout):
