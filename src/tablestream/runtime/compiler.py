@@ -217,7 +217,9 @@ class BatchRunner:
             invalid = key_format.decode_checked(F.col("key")).failed | value_format.decode_checked(F.col("value")).failed
             if not isinstance(node, sources.StreamSource):
                 invalid = invalid | F.col("key").isNull()
-            checks[node.name] = F.col("topic").isin(list(topics)) & invalid
+            # Only a record of the source's topics is decoded (``when``, unlike ``&``,
+            # keeps Spark from evaluating the decode for every record).
+            checks[node.name] = F.when(F.col("topic").isin(list(topics)), invalid).otherwise(False)
         return checks
 
     def _decode_source(self, node) -> tuple[DataFrame, Format, Format]:

@@ -124,9 +124,9 @@ class JsonFormat(Format):
         parsed = F.from_json(
             source, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
         )
-        failed = bad_utf8 | (
-            ~null_document & (parsed.isNull() | parsed.getField(CORRUPT).isNotNull())
-        )
+        # Parsed once: a null result reads as a corrupt record.
+        unreadable = F.struct(*[F.lit(None).cast(f.dataType).alias(f.name) for f in fields], F.lit("").alias(CORRUPT))
+        failed = bad_utf8 | (~null_document & F.coalesce(parsed, unreadable).getField(CORRUPT).isNotNull())
         # The "null" document parses as a corrupt record: its value is null.
         value = parsed.dropFields(CORRUPT) if self.wrapped else parsed.getField(_WRAP)
         return F.when(~null_document, from_json_layout(value, t)), failed
