@@ -1106,7 +1106,7 @@ class BatchRunner:
         )
         stores = (f"{node.subscriptions}-RIGHT", node.subscriptions)
 
-        fk_kernel, fk_schema, decoded_out = self._fk_kernel(
+        fk_kernel, fk_schema, decoded_out, _ = self._fk_kernel(
             node, left, right, join_tasks.foreign_key_join, join_tasks.fk_schema
         )
         # Back by left key: a changed left row meets the right rows of its old and new
@@ -1168,35 +1168,47 @@ class BatchRunner:
         bind, left_rows, right_rows = self.once(node.name, "replicated-inputs", inputs)
         rows = left.df.withColumns(bind).select(*left_rows).unionByName(right.df.select(*right_rows))
 
-        fk_kernel, fk_schema, decoded_out = self._fk_kernel(
-            node, left, right, join_tasks.replicated_foreign_key_join, join_tasks.replicated_fk_schema
+        fk_kernel, fk_schema, decoded_out, decoded_key = self._fk_kernel(
+            node, left, right, join_tasks.replicated_foreign_key_join, join_tasks.replicated_fk_schema,
+            decode_key=True,
         )
         stores = (f"{node.subscriptions}-LEFT", f"{node.subscriptions}-RIGHT", node.subscriptions)
-        changed = self._persist(self._stage(stores).run(rows, "route", fk_kernel, fk_schema), node)
+        changed = self._persist(
+            self._stage(stores).run(rows, "route", fk_kernel, fk_schema, key_places_only=True), node
+        )
 
         def decoded_columns():
             return [
-                _join_key(F.col("lkb"), left).alias("key"),
+                (F.col("lk") if decoded_key else _join_key(F.col("lk"), left)).alias("key"),
                 *[(F.col(c) if decoded_out[i] else from_canonical(F.col(c), f.value.dtype)).alias(c)
                   for i, f in enumerate((left, right)) for c in (("l_old", "l_new"), ("r_old", "r_new"))[i]],
                 "ts",
             ]
 
-        decoded = _evaluated_once(changed, self.once(node.name, "decoded", decoded_columns))
+        columns = self.once(node.name, "decoded", decoded_columns)
+        # Decodes left to Spark must run once per row; when the kernel decoded everything
+        # there is nothing to guard.
+        decoded = changed.select(*columns) if decoded_key and all(decoded_out) else _evaluated_once(changed, columns)
         joined, shape = self._join_sides(node, decoded, node.kind, left.value, right.value,
                                          {"old": ("l_old", "r_old"), "new": ("l_new", "r_new")})
         df = joined.select(*self.once(node.name, "result", lambda: ["key", "old", "new", "ts", *_aggregate_order()]))
         return self._table_join_result(node, df, left.key_type, left.key_json, shape)
 
-    def _fk_kernel(self, node, left: Frame, right: Frame, kernel, schema):
-        """A foreign-key kernel, its output schema and which values it hands over
-        decoded: those whose type Arrow reads exactly."""
+    def _fk_kernel(self, node, left: Frame, right: Frame, kernel, schema, *, decode_key: bool = False):
+        """A foreign-key kernel, its output schema, which values it hands over decoded
+        (those whose type Arrow reads exactly) and, with ``decode_key``, whether the left
+        key leaves it decoded too."""
 
         def make():
             types = [nullable(f.value.dtype) if arrow_decodable(f.value.dtype) else None for f in (left, right)]
             arrow = [None if t is None else to_arrow_type(t) for t in types]
-            run = functools.partial(kernel, left_type=arrow[0], right_type=arrow[1])
-            return run, schema(*types), [t is not None for t in types]
+            key = {}
+            if decode_key and not left.key_json and arrow_decodable(left.key_type):
+                key = {"key_type": nullable(left.key_type)}
+            run = functools.partial(
+                kernel, left_type=arrow[0], right_type=arrow[1], **{k: to_arrow_type(t) for k, t in key.items()}
+            )
+            return run, schema(*types, **key), [t is not None for t in types], bool(key)
 
         return self.once(node.name, "kernel", make)
 

@@ -322,17 +322,18 @@ _FK_ARROW = [
 _NO_FK = 0xFFFFFFFF  # the foreign-key length of a left row without a foreign key
 
 REPLICATED_FK_ARROW = [
-    ("lkb", pa.binary()), ("l_old", pa.binary()), ("l_new", pa.binary()),
+    ("lk", pa.binary()), ("l_old", pa.binary()), ("l_new", pa.binary()),
     ("r_old", pa.binary()), ("r_new", pa.binary()), ("ts", pa.int64()),
 ]
 
 
-def replicated_fk_schema(left_type=None, right_type=None):
-    """The Spark schema of :func:`replicated_foreign_key_join`'s rows (values as
-    canonical bytes, or as the given Spark types when the kernel decodes them)."""
+def replicated_fk_schema(left_type=None, right_type=None, key_type=None):
+    """The Spark schema of :func:`replicated_foreign_key_join`'s rows (the left key and
+    the values as canonical bytes, or as the given Spark types when the kernel decodes
+    them)."""
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-    values = {"l_old": left_type, "l_new": left_type, "r_old": right_type, "r_new": right_type}
+    values = {"lk": key_type, "l_old": left_type, "l_new": left_type, "r_old": right_type, "r_new": right_type}
     spark_types = {pa.binary(): BinaryType(), pa.int64(): LongType()}
     return StructType([StructField(n, values.get(n) or spark_types[t], True) for n, t in REPLICATED_FK_ARROW])
 
@@ -371,6 +372,7 @@ def read_left_entries(entries: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
 def replicated_foreign_key_join(
     table: pa.Table, left: StoreSession, right: StoreSession, subscriptions: StoreSession,
     left_type: pa.DataType | None = None, right_type: pa.DataType | None = None,
+    key_type: pa.DataType | None = None,
 ) -> pa.Table:
     """One state partition of a foreign-key join whose right table is replicated: every
     partition holds the whole right table (``right``: key -> timestamped value), its own
@@ -384,11 +386,12 @@ def replicated_foreign_key_join(
     (``kb`` its key, ``vb`` its new value or null); the last of each key by the ordering
     key wins, and one that leaves its row as it was changes nothing (emit on change).
 
-    Out, one row per left key whose join inputs changed: ``lkb``, the left and right
-    values before and after the batch, and the result's timestamp (a changed left row:
-    the larger of its timestamp and its new right row's, or its old right row's when
-    deleted; an unchanged left row reached by a right change: the larger of its and the
-    change's). With ``left_type`` / ``right_type`` (Arrow types) values leave decoded."""
+    Out, one row per left key whose join inputs changed: ``lk`` (the left key's
+    canonical bytes), the left and right values before and after the batch, and the
+    result's timestamp (a changed left row: the larger of its timestamp and its new right
+    row's, or its old right row's when deleted; an unchanged left row reached by a right
+    change: the larger of its and the change's). With ``left_type`` / ``right_type`` /
+    ``key_type`` (Arrow types) values and keys leave decoded."""
     side = table.column("side")
     lefts = last_per_key(table.filter(pc.equal(side, 1)))
     rights = last_per_key(table.filter(pc.equal(side, 0)))
@@ -436,7 +439,7 @@ def replicated_foreign_key_join(
     r_old, r_old_ts = right_rows(old_fk, r_before, before_ts)
     r_new, r_new_ts = right_rows(new_fk, r_after, after_ts)
     parts = [pa.table({
-        "lkb": l_keys, "l_old": decode_left(old_value), "l_new": decode_left(new_value), "r_old": r_old, "r_new": r_new,
+        "lk": l_keys, "l_old": decode_left(old_value), "l_new": decode_left(new_value), "r_old": r_old, "r_new": r_new,
         "ts": pc.max_element_wise(l_ts, pc.if_else(pc.is_valid(new_value), r_new_ts, r_old_ts)),
     })]
 
@@ -449,7 +452,7 @@ def replicated_foreign_key_join(
             lv = decode_left(strip_prefix(entries, 8))
             at = r_at.take(owner)
             parts.append(pa.table({
-                "lkb": reached, "l_old": lv, "l_new": lv, "r_old": r_before.take(at), "r_new": r_after.take(at),
+                "lk": reached, "l_old": lv, "l_new": lv, "r_old": r_before.take(at), "r_new": r_after.take(at),
                 "ts": pc.max_element_wise(leading_int64(entries), r_ts.take(owner)),
             }))
 
@@ -477,11 +480,13 @@ def replicated_foreign_key_join(
     if len(r_keys):
         right.put_all(r_keys, timestamped(r_values, r_ts), stored.take(r_at))
 
-    schema = pa.schema([
-        (name, {"l_old": left_type, "l_new": left_type, "r_old": right_type, "r_new": right_type}.get(name) or t)
-        for name, t in REPLICATED_FK_ARROW
+    values = {"l_old": left_type, "l_new": left_type, "r_old": right_type, "r_new": right_type}
+    out = pa.concat_tables([
+        part.cast(pa.schema([(name, values.get(name) or t) for name, t in REPLICATED_FK_ARROW])) for part in parts
     ])
-    return pa.concat_tables([part.cast(schema) for part in parts])
+    if key_type is not None:
+        out = out.set_column(0, "lk", decode_canonical(_array(out.column("lk")), key_type))
+    return out
 
 
 __all__ = [

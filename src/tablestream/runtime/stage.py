@@ -35,10 +35,11 @@ class StoreStage:
     batch_id: int
     once: Callable[[str, str, Callable[[], Any]], Any] = lambda owner, label, make: make()
 
-    def run(self, frame, key: str, kernel: Kernel, schema):
+    def run(self, frame, key: str, kernel: Kernel, schema, *, key_places_only: bool = False):
         """``kernel(table, *sessions)`` on each state partition's rows of ``frame``, with
         a session of each store; returns a DataFrame of the kernels' outputs with the
-        given Spark ``schema``."""
+        given Spark ``schema``. ``key_places_only``: the key column only places rows (the
+        kernel does not get it)."""
         from pyspark.sql import functions as F
 
         layout, batch_id = self.layout, self.batch_id
@@ -49,6 +50,8 @@ class StoreStage:
             lambda: (F.pmod(F.hash(F.col(key)), F.lit(self.partitions)).alias("_sp"), F.col(key)),
         )
         shuffled = frame.select("*", placed).repartition(self.partitions, by)
+        if key_places_only:
+            shuffled = shuffled.drop(key)
 
         def task(batches):
             gathered = list(batches)
