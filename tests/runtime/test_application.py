@@ -80,3 +80,31 @@ def test_compacting_a_materialized_table_keeps_its_rows(tmp_path, spark):
 
     assert DeltaTable(str(app.paths.table("revenue"))).to_pyarrow_table().num_rows == 2
     assert sorted(map(tuple, app.table("revenue").collect())) == before == [("ada", 10.0, 1_000), ("bob", 1.0, 1_001)]
+
+
+def test_a_batch_after_a_large_one_has_its_positions_summed_up_by_its_tasks(tmp_path, spark, monkeypatch):
+    """The first batch and any batch after a large one (here: 3 records or more) sum up
+    their positions in the tasks; a batch after a small one brings them to the driver.
+    Both give the same outputs."""
+    from tablestream.runtime import compiler
+
+    store, app = _orders_app(tmp_path / "home", spark)
+    monkeypatch.setattr(compiler, "_COMPUTE_FIRST", 3)
+    chosen = []
+    read = compiler.read_positions
+
+    def spy(records, checks, *, summarize):
+        chosen.append(summarize)
+        return read(records, checks, summarize=summarize)
+
+    monkeypatch.setattr(compiler, "read_positions", spy)
+    amounts = [[1.0, 2.0, 3.0], [4.0], [5.0], [6.0, 7.0, 8.0], [9.0]]
+    ts = 1_000
+    for batch in amounts:
+        records = [Record(b"o", json.dumps({"customer": "ada", "amount": a}).encode(), ts + i) for i, a in enumerate(batch)]
+        ts += len(batch)
+        store.produce("orders", records)
+        app.run_until_caught_up()
+    assert chosen == [True, True, False, False, True]
+    revenue = {row.key: (row.value, row.ts) for row in app.table("revenue").collect()}
+    assert revenue == {"ada": (45.0, 1_008)}

@@ -21,13 +21,20 @@ def records(spark, slices: list[list[tuple]]):
     return frame
 
 
-def order_times(frame) -> list[tuple]:
+@pytest.fixture(params=[True, False], ids=["summed-up-in-tasks", "collected"])
+def summarize(request):
+    """Both ways positions reach the driver: summed up by the tasks, or every one."""
+    return request.param
+
+
+def order_times(frame, summarize: bool) -> list[tuple]:
     return sorted(
-        (r.topic, r.partition, r.offset, r.timestamp, r.o_ts) for r in with_order_time(frame).collect()
+        (r.topic, r.partition, r.offset, r.timestamp, r.o_ts)
+        for r in with_order_time(frame, summarize=summarize).collect()
     )
 
 
-def test_records_in_time_keep_their_timestamps(spark):
+def test_records_in_time_keep_their_timestamps(spark, summarize):
     frame = records(
         spark,
         [
@@ -35,7 +42,7 @@ def test_records_in_time_keep_their_timestamps(spark):
             [("a", 0, 2, 11, "x"), ("b", 0, 7, 1, "x")],
         ],
     )
-    assert order_times(frame) == [
+    assert order_times(frame, summarize) == [
         ("a", 0, 0, 10, 10),
         ("a", 0, 1, 10, 10),
         ("a", 0, 2, 11, 11),
@@ -44,13 +51,13 @@ def test_records_in_time_keep_their_timestamps(spark):
     ]
 
 
-def test_a_late_record_takes_the_largest_timestamp_before_it_in_its_partition(spark):
+def test_a_late_record_takes_the_largest_timestamp_before_it_in_its_partition(spark, summarize):
     # Rows arrive out of offset order in the task; partition 1 is independent.
     frame = records(
         spark,
         [[("a", 0, 2, 7, "x"), ("a", 0, 0, 10, "x"), ("a", 0, 1, 3, "x"), ("a", 1, 0, 4, "x"), ("a", 0, 3, 12, "x")]],
     )
-    assert order_times(frame) == [
+    assert order_times(frame, summarize) == [
         ("a", 0, 0, 10, 10),
         ("a", 0, 1, 3, 10),
         ("a", 0, 2, 7, 10),
@@ -59,7 +66,7 @@ def test_a_late_record_takes_the_largest_timestamp_before_it_in_its_partition(sp
     ]
 
 
-def test_records_behind_an_earlier_spark_partition_of_their_partition_are_corrected(spark):
+def test_records_behind_an_earlier_spark_partition_of_their_partition_are_corrected(spark, summarize):
     # Task 0 holds offsets 0-1 of a/0 (up to ts 50); task 1 offsets 2-4, whose first
     # records are older than 50; task 2 offsets 5-6, later than everything.
     frame = records(
@@ -70,7 +77,7 @@ def test_records_behind_an_earlier_spark_partition_of_their_partition_are_correc
             [("a", 0, 5, 70, "x"), ("a", 0, 6, 65, "x")],
         ],
     )
-    assert order_times(frame) == [
+    assert order_times(frame, summarize) == [
         ("a", 0, 0, 20, 20),
         ("a", 0, 1, 50, 50),
         ("a", 0, 2, 30, 50),
@@ -82,7 +89,7 @@ def test_records_behind_an_earlier_spark_partition_of_their_partition_are_correc
     ]
 
 
-def test_spark_partitions_interleaving_offsets_of_a_partition(spark):
+def test_spark_partitions_interleaving_offsets_of_a_partition(spark, summarize):
     frame = records(
         spark,
         [
@@ -90,7 +97,7 @@ def test_spark_partitions_interleaving_offsets_of_a_partition(spark):
             [("a", 0, 1, 30, "x"), ("a", 0, 3, 25, "x")],
         ],
     )
-    assert order_times(frame) == [
+    assert order_times(frame, summarize) == [
         ("a", 0, 0, 20, 20),
         ("a", 0, 1, 30, 30),
         ("a", 0, 2, 5, 30),
@@ -99,22 +106,22 @@ def test_spark_partitions_interleaving_offsets_of_a_partition(spark):
 
 
 @pytest.mark.parametrize("slices", [1, 3])
-def test_other_columns_pass_through_unchanged(spark, slices):
+def test_other_columns_pass_through_unchanged(spark, slices, summarize):
     rows = [("t", 0, i, 100 - i, f"v{i}") for i in range(6)]
     size = len(rows) // slices
     frame = records(spark, [rows[i * size : (i + 1) * size] for i in range(slices)])
-    out = with_order_time(frame)
+    out = with_order_time(frame, summarize=summarize)
     assert out.columns == ["topic", "partition", "offset", "timestamp", "value", "o_ts"]
     assert sorted((r.offset, r.value, r.o_ts) for r in out.collect()) == [(i, f"v{i}", 100) for i in range(6)]
 
 
-def test_an_empty_batch_gets_the_column(spark):
-    out = with_order_time(spark.createDataFrame([], SCHEMA))
+def test_an_empty_batch_gets_the_column(spark, summarize):
+    out = with_order_time(spark.createDataFrame([], SCHEMA), summarize=summarize)
     assert out.columns[-1] == "o_ts"
     assert out.count() == 0
 
 
-def test_checks_find_each_sources_invalid_records_in_the_same_job(spark):
+def test_checks_find_each_sources_invalid_records_in_the_same_job(spark, summarize):
     from pyspark.sql import functions as F
 
     from tablestream.runtime.positions import read_positions
@@ -127,7 +134,7 @@ def test_checks_find_each_sources_invalid_records_in_the_same_job(spark):
         "only-a": (F.col("topic") == "a") & (F.col("value") == "bad"),
         "never": F.lit(None).cast("boolean"),
     }
-    read = read_positions(frame, checks)
+    read = read_positions(frame, checks, summarize=summarize)
     assert sorted(read.invalid) == ["only-a"]
     assert sorted(read.invalid["only-a"].to_pylist(), key=lambda r: (r["partition"], r["offset"])) == [
         {"topic": "a", "partition": 0, "offset": 1},

@@ -131,6 +131,7 @@ class BatchRunner:
         # they depend on the plan and the source formats only, never on a batch's rows
         # (Spark Columns are unresolved expressions), and building them costs py4j calls.
         self._memo: dict[tuple[str, str], Any] = {}
+        self._last_count: int | None = None  # records in the batch before
 
     def once(self, owner: str, label: str, make: Callable[[], Any]) -> Any:
         """``make()`` the first time ``(owner, label)`` is asked for; the same object after.
@@ -149,7 +150,13 @@ class BatchRunner:
         out = BatchOutput(once=self.once)
         self._out = out
         self._batch_id = batch_id
-        self._positions = read_positions(records, self.once("batch", "checks", self._source_checks))
+        # A batch's tasks sum up its positions when the batch before was large (or
+        # this is the first): catch-up batches repay that Python stage, small ones not.
+        self._positions = read_positions(
+            records, self.once("batch", "checks", self._source_checks),
+            summarize=self._last_count is None or self._last_count >= _COMPUTE_FIRST,
+        )
+        self._last_count = self._positions.count
         self._records = self._positions.records
         frames: dict[str, Frame | dict[str, Frame]] = {}
         self._frames = frames

@@ -6,7 +6,9 @@ one flag per source: the record is among that source's topics and its key or val
 not decode in the source's formats (or, for a table, it has no key). Each task sums up
 its records per run of consecutive offsets of a topic partition (offset range, first
 and largest timestamp, whether the timestamps never go back along the run) and lists
-its invalid records, so only those summaries reach the driver. From them:
+its invalid records, so only those summaries reach the driver (after a small batch,
+the next one brings its positions to the driver instead and sums them up there: a
+Python stage's fixed cost is repaid only by a large batch). From them:
 
 * ``o_ts``, the ordering time: a record's timestamp made monotone along its
   partition's offsets (the largest timestamp of the batch's records of that topic
@@ -56,12 +58,21 @@ class BatchPositions:
         return None if bad is None else rows.join(F.broadcast(_frame(rows, bad)), _match(), "left_semi")
 
 
-def read_positions(records: DataFrame, checks: dict[str, Column]) -> BatchPositions:
+def read_positions(records: DataFrame, checks: dict[str, Column], *, summarize: bool = True) -> BatchPositions:
     """One job over ``records``: ``o_ts`` added, and the positions where each boolean
-    Column of ``checks`` (source name -> the record is invalid for it) is true."""
+    Column of ``checks`` (source name -> the record is invalid for it) is true.
+
+    ``summarize``: the tasks sum up the positions (a Python stage, whose fixed cost a
+    large batch repays); otherwise every position comes to the driver (cheaper for a
+    small batch)."""
     flags = [F.coalesce(check, F.lit(False)).alias(f"_invalid{i}") for i, check in enumerate(checks.values())]
     positions = records.select(*_POSITIONS, *flags)
-    summaries = positions.mapInArrow(_summarize, _SUMMARY_DDL).toArrow()
+    collected = None
+    if summarize:
+        summaries = positions.mapInArrow(_summarize, _SUMMARY_DDL).toArrow()
+    else:
+        collected = positions.toArrow()
+        summaries = _summaries(collected)
     chunks = summaries.filter(pc.equal(summaries.column("source"), -1))
     invalid = {}
     for i, name in enumerate(checks):
@@ -71,7 +82,15 @@ def read_positions(records: DataFrame, checks: dict[str, Column]) -> BatchPositi
     count = pc.sum(chunks.column("count")).as_py() or 0
     if in_order(chunks):
         return BatchPositions(records.withColumn("o_ts", F.col("timestamp")), count, invalid)
-    return BatchPositions(_with_order_time(records, positions.select(*_POSITIONS).toArrow()), count, invalid)
+    if collected is None:
+        collected = positions.select(*_POSITIONS).toArrow()
+    return BatchPositions(_with_order_time(records, collected), count, invalid)
+
+
+def _summaries(positions: pa.Table) -> pa.Table:
+    """:func:`_summarize` over positions on the driver (their one task)."""
+    batches = list(_summarize(iter(positions.to_batches())))
+    return pa.Table.from_batches(batches) if batches else _SUMMARY_ARROW.empty_table()
 
 
 # One row per run of offsets with ``source`` -1, and one per invalid record with the
@@ -80,6 +99,13 @@ _SUMMARY_DDL = (
     "topic string, partition int, source int, offset bigint, last_offset bigint, "
     "first_ts bigint, max_ts bigint, count bigint, in_order boolean"
 )
+
+
+_SUMMARY_ARROW = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("source", pa.int32()), ("offset", pa.int64()),
+    ("last_offset", pa.int64()), ("first_ts", pa.int64()), ("max_ts", pa.int64()), ("count", pa.int64()),
+    ("in_order", pa.bool_()),
+])
 
 
 def _summarize(batches):
@@ -145,9 +171,9 @@ def in_order(chunks: pa.Table) -> bool:
     return True
 
 
-def with_order_time(records: DataFrame) -> DataFrame:
+def with_order_time(records: DataFrame, *, summarize: bool = True) -> DataFrame:
     """``records`` with ``o_ts`` added (no checks)."""
-    return read_positions(records, {}).records
+    return read_positions(records, {}, summarize=summarize).records
 
 
 def _with_order_time(records: DataFrame, positions: pa.Table) -> DataFrame:
