@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 _POSITIONS = ["topic", "partition", "offset", "timestamp"]
 
@@ -69,7 +70,7 @@ def read_positions(records: DataFrame, checks: dict[str, Column], *, summarize: 
     positions = records.select(*_POSITIONS, *flags)
     collected = None
     if summarize:
-        summaries = positions.mapInArrow(_summarize, _SUMMARY_DDL).toArrow()
+        summaries = positions.mapInArrow(_summarize, from_arrow_schema(_SUMMARY_ARROW)).toArrow()
     else:
         collected = positions.toArrow()
         summaries = _summaries(collected)
@@ -95,12 +96,6 @@ def _summaries(positions: pa.Table) -> pa.Table:
 
 # One row per run of offsets with ``source`` -1, and one per invalid record with the
 # index of the source whose check it fails.
-_SUMMARY_DDL = (
-    "topic string, partition int, source int, offset bigint, last_offset bigint, "
-    "first_ts bigint, max_ts bigint, count bigint, in_order boolean"
-)
-
-
 _SUMMARY_ARROW = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("source", pa.int32()), ("offset", pa.int64()),
     ("last_offset", pa.int64()), ("first_ts", pa.int64()), ("max_ts", pa.int64()), ("count", pa.int64()),
