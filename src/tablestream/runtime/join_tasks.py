@@ -461,9 +461,10 @@ def replicated_foreign_key_join(
     # holds (timestamp and value) under its foreign key; the right rows.
     if len(l_keys):
         left.put_all(l_keys, left_entries(l_ts, new_fk, new_value), l_before)
-        gone = pc.and_(pc.invert(same_values(old_fk, new_fk)), pc.is_valid(old_fk))
+        same_fk = same_values(old_fk, new_fk)
+        gone = pc.and_(pc.invert(same_fk), pc.is_valid(old_fk))
         live = pc.is_valid(new_fk)
-        kept_fk = same_values(old_fk, new_fk).filter(live)
+        kept_fk = same_fk.filter(live)
         old_sub = timestamped(old_value, pc.fill_null(old_ts, 0))
         keys = pa.concat_arrays([
             subscription_keys(old_fk.filter(gone), l_keys.filter(gone)),
