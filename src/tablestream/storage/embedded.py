@@ -5,6 +5,7 @@ Layout under the tablestream home (``$TABLESTREAM_HOME``, default ``./.tablestre
     topics/<name>/topic.json   the topic's settings; the topic exists iff this file does
     topics/<name>/log/         a Delta table, partitioned by ``partition``, one row per record
     topics/<name>/.lock        held from reading the end offsets to the commit of an append
+    topics/<name>/compacted    present once compaction has rewritten the log (see read_stream)
 
 Offsets are contiguous per partition and never reused: the end offset of every partition
 travels in each commit's ``userMetadata``, so compaction (which removes records, maybe the
@@ -294,15 +295,27 @@ class EmbeddedStore:
         :meth:`tablestream.storage.kafka.KafkaStore.read_stream` gives for Kafka.
 
         Compaction commits are skipped (a reader already holds the records they keep).
-        ``options`` go to Delta's streaming source (e.g. ``maxFilesPerTrigger``)."""
-        frames = [
-            spark.readStream.format("delta")
-            .option("skipChangeCommits", "true")
-            .options(**(options or {}))
-            .load(str(self.log_path(topic)))
-            for topic in topics
-        ]
+        A topic never compacted is read as its commits from the first one (the same
+        records as its current snapshot): a query that restarts after a batch that began
+        at a snapshot makes Delta rebuild that old snapshot (one round of Spark jobs per
+        topic), while one that began at a commit reads that commit's file again. A
+        compacted topic starts at its snapshot (the records compaction kept), as a new
+        Kafka consumer starts at the log's start. Both only decide where a query without
+        a checkpoint begins. ``options`` go to Delta's streaming source (e.g.
+        ``maxFilesPerTrigger``)."""
+        frames = []
+        for topic in topics:
+            reader = spark.readStream.format("delta").option("skipChangeCommits", "true")
+            if self._read_from_first_commit(topic):
+                reader = reader.option("startingVersion", "0")
+            frames.append(reader.options(**(options or {})).load(str(self.log_path(topic))))
         return _union(_normalized_columns(frame, topic) for frame, topic in zip(frames, topics, strict=True))
+
+    def _read_from_first_commit(self, name: str) -> bool:
+        log = self.log_path(name)
+        return not (self._topic_dir(name) / "compacted").exists() and (
+            log / "_delta_log" / f"{0:020d}.json"
+        ).exists()
 
     def read_batch(self, spark, topics: Sequence[str]):
         """The topics' current records as a Spark DataFrame with the stream's columns."""
@@ -329,6 +342,9 @@ class EmbeddedStore:
             keep = _cleanup_mask(records, config, now)
             kept = records.filter(keep).sort_by([("partition", "ascending"), ("offset", "ascending")])
             if kept.num_rows != records.num_rows:
+                # Marked first: a reader that finds the mark starts at the snapshot,
+                # which is right before and after the rewrite.
+                (self._topic_dir(name) / "compacted").touch()
                 write_deltalake(
                     path,
                     kept,
