@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
@@ -188,8 +189,8 @@ class Application:
     def _append_table_changes(self, store: str, changes: pa.Table, batch_id: int) -> None:
         path = self.paths.table(store)
         rows = (
-            changes.append_column("batch", pa.array([batch_id] * changes.num_rows, pa.int64()))
-            .append_column("seq", pa.array(range(changes.num_rows), pa.int64()))
+            changes.append_column("batch", pa.array(np.full(changes.num_rows, batch_id, np.int64)))
+            .append_column("seq", pa.array(np.arange(changes.num_rows, dtype=np.int64)))
             .rename_columns(["key", "value", "ts", "batch", "seq"])
         )
         if DeltaTable.is_deltatable(str(path)):

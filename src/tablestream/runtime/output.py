@@ -181,8 +181,20 @@ def _formats(frame: Frame, spec: ToTopicSpec) -> tuple[Format, Format]:
 
 def _ordered(table: pa.Table) -> pa.Table:
     """Rows in the ordering key's order (sorted in Arrow: the rows are on the driver
-    anyway, and a Spark sort would cost more jobs)."""
-    return table.sort_by([(c, "ascending") for c in _SORT_KEYS]).drop_columns(_SORT_KEYS)
+    anyway, and a Spark sort would cost more jobs). A sort key with one value in every
+    row (an aggregate's or a join's rows have no source position) is left out: Arrow
+    compares every key of every tie, and 940k join results sort in 0.24 s on their
+    timestamp and key against 0.8 s on all six."""
+    keys = [c for c in _SORT_KEYS if table.num_rows and _varies(table.column(c))]
+    ordered = table.sort_by([(c, "ascending") for c in keys]) if keys else table
+    return ordered.drop_columns(_SORT_KEYS)
+
+
+def _varies(column: pa.ChunkedArray) -> bool:
+    if column.null_count:
+        return column.null_count != len(column)
+    low, high = pc.min_max(column).values()
+    return low != high
 
 
 def _finish_records(table: pa.Table, frame: Frame, spec: ToTopicSpec) -> pa.Table:
