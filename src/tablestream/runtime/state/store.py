@@ -48,6 +48,16 @@ _CHANGELOG_SCHEMA = pa.schema([("key", pa.binary()), ("entry", pa.binary())])
 # that changelog when it opens).
 _NO_WAL = WriteOptions()
 _NO_WAL.disable_wal = True
+# A store is open for one batch, and closing it cancels RocksDB's background compactions,
+# so files flushed at each close pile up in level 0 (every read then looks in each of
+# them) unless the store compacts itself: it does when it closes with this many there.
+_COMPACT_LEVEL0 = 16
+
+
+def _options() -> Options:
+    options = Options(raw_mode=True)
+    options.set_keep_log_file_num(2)  # RocksDB starts an info log at every open
+    return options
 
 
 class StoreError(RuntimeError):
@@ -245,6 +255,8 @@ class StoreSession:
         try:
             if exc_type is None:
                 self.commit()
+                if (self._db.property_int_value("rocksdb.num-files-at-level0") or 0) >= _COMPACT_LEVEL0:
+                    self._db.compact_range(None, None)
         finally:
             if self._db is not None:
                 self._db.close()
@@ -262,7 +274,7 @@ class StoreSession:
         db_dir = self.layout.db_dir(self.store, self.partition)
         changelogs = _batch_files(self.layout.changelog_dir(self.store, self.partition), ".arrow")
         if db_dir.exists():
-            db = Rdict(str(db_dir), Options(raw_mode=True))
+            db = Rdict(str(db_dir), _options())
             raw = db.get(_LAST_BATCH)
             last = -1 if raw is None else int(raw)
             if last > self.batch_id:
@@ -291,7 +303,7 @@ class StoreSession:
         if usable:
             after = max(usable)
             shutil.copytree(usable[after], db_dir)
-        db = Rdict(str(db_dir), Options(raw_mode=True))
+        db = Rdict(str(db_dir), _options())
         self._replay_changelogs(db, changelogs, after=after)
         return db
 
