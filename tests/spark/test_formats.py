@@ -4,7 +4,9 @@ layout is canonical, and reports every bad record with the Python side's exact r
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
+import re
 from decimal import Decimal
 
 import pytest
@@ -12,8 +14,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tablestream.errors import SerializationError
-from tablestream.schema import ArrayType, DecimalType, MapType, PrimitiveType, SqlType, StructType
+from tablestream.schema import (
+    ArrayType,
+    DecimalType,
+    MapType,
+    PrimitiveType,
+    SqlType,
+    StructType,
+    parse_schema,
+)
 from tablestream.storage.formats import Format, get_format
+from tablestream.storage.formats.json_format import compact_object_pattern
 
 pytestmark = pytest.mark.spark
 
@@ -614,3 +625,85 @@ def test_odd_inputs_get_the_same_verdict_on_both_sides(spark, name, schema, data
             if name == "JSON" and schema is None and expected is not None:
                 expected = d.decode()  # Spark keeps the document's text
             assert same(value, expected), (d, value)
+
+
+# --- the compact-object fast path of the JSON check ---------------------------------------------
+
+_FLAT = "id BIGINT, name STRING, ok BOOLEAN, score DOUBLE, n INT, at TIMESTAMP"
+
+
+def test_compact_flat_objects_get_the_same_verdict_as_the_parse(spark):
+    """Texts on both sides of the compact pattern: those it accepts skip from_json, so
+    each must be one from_json reads, and every verdict must stay the Python side's."""
+    pattern = compact_object_pattern(parse_schema(_FLAT))
+    data = [
+        b'{"id":1,"name":"a","ok":true,"score":1.5,"n":2,"at":3}',
+        b"{}",
+        b'{"id":null,"name":null,"ok":null,"score":null,"n":null,"at":null}',
+        b'{"id":-0}',
+        b'{"id":1,"id":2}',
+        b'{"name":"x","name":null}',
+        b'{"name":"\\b\\f\\n\\r\\t\\"\\\\\\/"}',
+        b'{"name":"\xc3\xa9\xf0\x9f\x98\x80"}',
+        b'{"id":123456789012345678}',
+        b'{"id":1234567890123456789}',
+        b'{"id":9223372036854775808}',
+        b'{"n":123456789}',
+        b'{"n":2147483648}',
+        b'{"id":01}',
+        b'{"id":1.0}',
+        b'{"id":"1"}',
+        b'{"name":1}',
+        b'{"name":"a\x01"}',
+        b'{"name":"\\u0041"}',
+        b'{"name":"\\x"}',
+        b'{"ok":True}',
+        b'{"score":-1.5e-3}',
+        b'{"score":1e400}',
+        b'{"score":.5}',
+        b'{"id":1}\n',
+        b'{"id":1} ',
+        b'{"id":1,}',
+        b'{"id":1,"other":2}',
+        b'{"id": 1}',
+        b'{"Id":1}',
+        b'{"id":1}{"id":2}',
+    ]
+    accepted = [i for i, d in enumerate(data) if re.search(pattern, d.decode("utf-8", "replace"))]
+    assert accepted == [*range(9), 11, 21, 22, 24]  # the rest are parsed
+    rows = decode_rows(spark, get_format("JSON", _FLAT), data)  # asserts Spark's verdict is Python's
+    assert [e for _, e in rows[:4]] == [None] * 4
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["id", "name", "ok", "n"]),
+            st.one_of(
+                st.none(), st.booleans(), st.integers(-(10**19), 10**19), st.text(max_size=4),
+                st.sampled_from(["\\u00e9", "\\n", "\\/", "01", "-0", "1.5"]),
+            ),
+        ),
+        max_size=4,
+        unique_by=lambda member: member[0],
+    ),
+    min_size=1,
+    max_size=25,
+))
+def test_random_compact_objects_get_the_same_verdict_as_the_parse(spark, objects):
+    def text(value):
+        if value is None:
+            return "null"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int):
+            return str(value)
+        if value in ("\\u00e9", "\\n", "\\/"):
+            return f'"{value}"'
+        if value in ("01", "-0", "1.5"):
+            return value
+        return json.dumps(value, ensure_ascii=False)
+
+    data = [("{" + ",".join(f'"{k}":{text(v)}' for k, v in members) + "}").encode() for members in objects]
+    decode_rows(spark, get_format("JSON", _FLAT), data)  # asserts Spark's verdict is Python's, row by row

@@ -16,10 +16,11 @@ without a schema content after any complete value (as Spark's ``try_parse_json``
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from ...errors import SchemaError, SerializationError
-from ...schema import Schema, SqlType
+from ...schema import PrimitiveType, Schema, SqlType
 from .base import Format
 from .spark_types import from_json_layout, json_read_type, to_json_layout, to_spark_type
 from .values import emit_any_json, emit_json, from_json_value, load_json, normalize
@@ -126,7 +127,13 @@ class JsonFormat(Format):
         )
         # Parsed once: a null result reads as a corrupt record.
         unreadable = F.struct(*[F.lit(None).cast(f.dataType).alias(f.name) for f in fields], F.lit("").alias(CORRUPT))
-        failed = bad_utf8 | (~null_document & F.coalesce(parsed, unreadable).getField(CORRUPT).isNotNull())
+        corrupt = ~null_document & F.coalesce(parsed, unreadable).getField(CORRUPT).isNotNull()
+        compact = compact_object_pattern(self.schema) if self.wrapped else None
+        if compact is not None:
+            # A compact object of known fields is valid without parsing it (``&`` does
+            # not evaluate its right side for such a record).
+            corrupt = ~text.rlike(compact) & corrupt
+        failed = bad_utf8 | corrupt
         # The "null" document parses as a corrupt record: its value is null.
         value = parsed.dropFields(CORRUPT) if self.wrapped else parsed.getField(_WRAP)
         return F.when(~null_document, from_json_layout(value, t)), failed
@@ -147,6 +154,47 @@ class JsonFormat(Format):
             prefix = len('{"' + _WRAP + '":')
             text = _substring_between(wrapped, prefix)
         return F.when(c.isNotNull(), text.cast("binary"))
+
+
+# JSON values a compact object's field may hold, by the field's type, each one that
+# ``from_json`` reads into that type without error: integers short enough to fit
+# (leading zeros and other forms are left to the parser).
+_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*"'
+_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+_COMPACT_VALUES = {
+    "STRING": _STRING,
+    "BOOLEAN": "true|false",
+    "INT": "-?(?:0|[1-9][0-9]{0,8})",
+    "DATE": "-?(?:0|[1-9][0-9]{0,8})",
+    "BIGINT": "-?(?:0|[1-9][0-9]{0,17})",
+    "TIMESTAMP": "-?(?:0|[1-9][0-9]{0,17})",
+    "DOUBLE": _NUMBER,
+}
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_$ -]+")
+
+
+def compact_object_pattern(schema: Schema) -> str | None:
+    """A Java regular expression that accepts only JSON objects ``from_json`` reads
+    without error into ``schema``'s columns: no whitespace, each member one of the
+    columns with a value of its type, or null. It covers how producers usually write a
+    flat value (``{"id":1,"name":"a"}``), so the check skips the parse for those; other
+    texts (nested types, whitespace, unknown fields) are parsed. None when a column's
+    type or name has no such pattern.
+
+    >>> import re
+    >>> from tablestream.schema import parse_schema
+    >>> pattern = compact_object_pattern(parse_schema("id BIGINT, ok BOOLEAN"))
+    >>> [bool(re.search(pattern, text)) for text in ('{"id":1,"ok":true}', '{"ok":null}', '{"id": 1}', '{"id":"1"}')]
+    [True, True, False, False]
+    """
+    members = []
+    for column in schema.columns:
+        value = _COMPACT_VALUES.get(column.type.name) if isinstance(column.type, PrimitiveType) else None
+        if value is None or not _PLAIN_NAME.fullmatch(column.name):
+            return None
+        members.append(f'"{re.escape(column.name)}":(?:{value}|null)')
+    member = "|".join(members)
+    return rf"^\{{(?:(?:{member})(?:,(?:{member}))*)?\}}$"
 
 
 def _substring_between(text: Column, prefix: int) -> Column:
