@@ -71,7 +71,10 @@ class StoreStage:
             with ExitStack() as stack:
                 sessions = [stack.enter_context(StoreSession(layout, s, partition, batch_id)) for s in stores]
                 out = kernel(table.drop_columns(["_sp"]), *sessions)
-            yield from out.cast(arrow_schema).to_batches()
+                # The rows leave before the stores commit, so Spark consumes them while
+                # the stores write; the task ends only after the commit (a failed commit
+                # fails the task, and its retry replays the batch).
+                yield from out.cast(arrow_schema).to_batches()
 
         return shuffled.mapInArrow(task, spark_schema)
 
