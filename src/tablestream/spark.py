@@ -89,7 +89,10 @@ def get_spark(
     if local:
         settings.update(_LOCAL_CONF)
         log_config = Path(__file__).with_name("log4j2.properties")
-        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log_config}"
+        # The throughput collector: a batch's garbage dies young, and a catch-up batch
+        # (1M changes through a foreign-key join) runs about 5% faster than under G1
+        # with pauses no longer (longest 222 ms against 279 ms over bootstrap and catch-up).
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log_config} -XX:+UseParallelGC"
         cached = _cached_jars()
         if cached:
             # Skip the Ivy resolve (10 s and a page of output) once it has succeeded here.
