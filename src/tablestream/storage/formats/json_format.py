@@ -156,19 +156,15 @@ class JsonFormat(Format):
         return F.when(c.isNotNull(), text.cast("binary"))
 
 
-# JSON values a compact object's field may hold, by the field's type, each one that
-# ``from_json`` reads into that type without error: integers short enough to fit
-# (leading zeros and other forms are left to the parser).
-_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*"'
-_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+# JSON values a compact object's field may hold, by the type ``from_json`` reads it as
+# (:func:`json_read_type`), each one read into that type without error: integers short
+# enough to fit (leading zeros and other forms are left to the parser).
 _COMPACT_VALUES = {
-    "STRING": _STRING,
+    "STRING": r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*"',
     "BOOLEAN": "true|false",
     "INT": "-?(?:0|[1-9][0-9]{0,8})",
-    "DATE": "-?(?:0|[1-9][0-9]{0,8})",
     "BIGINT": "-?(?:0|[1-9][0-9]{0,17})",
-    "TIMESTAMP": "-?(?:0|[1-9][0-9]{0,17})",
-    "DOUBLE": _NUMBER,
+    "DOUBLE": r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?",
 }
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_$ -]+")
 
@@ -189,7 +185,8 @@ def compact_object_pattern(schema: Schema) -> str | None:
     """
     members = []
     for column in schema.columns:
-        value = _COMPACT_VALUES.get(column.type.name) if isinstance(column.type, PrimitiveType) else None
+        read = json_read_type(column.type)
+        value = _COMPACT_VALUES.get(read.name) if isinstance(read, PrimitiveType) else None
         if value is None or not _PLAIN_NAME.fullmatch(column.name):
             return None
         members.append(f'"{re.escape(column.name)}":(?:{value}|null)')
