@@ -243,7 +243,27 @@ DOUBLE_WORDS = {
     "-Infinity": -math.inf,
     "-INF": -math.inf,
 }
-_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=float)
+
+
+class _Object(dict):
+    """A JSON object that keeps the members a later one of the same name replaced
+    (``replaced``): Spark's ``from_json`` converts every occurrence of a field or map
+    key, so an invalid earlier one makes the record invalid though the last one wins."""
+
+    replaced: tuple[tuple[str, Any], ...] = ()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict:
+    obj = _Object(pairs)
+    if len(obj) < len(pairs):
+        seen: dict[str, int] = {}
+        for i, (name, _) in enumerate(pairs):
+            seen[name] = i
+        obj.replaced = tuple(pair for i, pair in enumerate(pairs) if seen[pair[0]] != i)
+    return obj
+
+
+_DECODER = json.JSONDecoder(parse_float=Decimal, parse_constant=float, object_pairs_hook=_object)
 
 
 class _NonNumeric(ValueError):
@@ -345,12 +365,18 @@ def from_json_value(value: Any, t: SqlType, path: str = "") -> Any:
     if isinstance(t, MapType):
         if not isinstance(value, dict):
             raise expected(t, value, path)
+        for k, replaced in getattr(value, "replaced", ()):
+            from_json_value(replaced, t.value, f"{path}['{k}']")
         return {k: from_json_value(v, t.value, f"{path}['{k}']") for k, v in value.items()}
     if isinstance(t, StructType):
         if not isinstance(value, dict):
             if not path:
                 raise SerializationError(f"expected a JSON object, got {show(_floats(value))}")
             raise expected(t, value, path)
+        types = {f.name: f.type for f in t.fields}
+        for name, replaced in getattr(value, "replaced", ()):
+            if name in types:
+                from_json_value(replaced, types[name], join(path, name))
         return {
             f.name: from_json_value(value.get(f.name), f.type, join(path, f.name)) for f in t.fields
         }
