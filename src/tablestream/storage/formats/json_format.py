@@ -8,10 +8,11 @@ ksqlDB's layout: TIMESTAMP is a number of epoch milliseconds, DATE a number of e
 days, DECIMAL a number (a string is read too), BYTES a base64 string, DOUBLE
 NaN/Infinity as the strings ``"NaN"``/``"Infinity"``. Reading follows Spark's
 ``from_json`` rules, which the Python side mirrors: field names match exactly (case
-sensitive); missing fields are null and unknown fields are ignored; a STRING field
-holding another JSON value gets its JSON text; a JSON ``null`` document is a null
-value; content after a complete top-level object is ignored (as Jackson does), and
-without a schema content after any complete value (as Spark's ``try_parse_json``).
+sensitive); missing fields are null and unknown fields are ignored; a field given twice
+is read both times and the last one wins; a STRING field holding another JSON value
+gets its JSON text; a JSON ``null`` document is a null value; content after a complete
+top-level object is ignored (as Jackson does), and without a schema content after any
+complete value (as Spark's ``try_parse_json``).
 """
 
 from __future__ import annotations
