@@ -256,10 +256,8 @@ class _Object(dict):
 def _object(pairs: list[tuple[str, Any]]) -> dict:
     obj = _Object(pairs)
     if len(obj) < len(pairs):
-        seen: dict[str, int] = {}
-        for i, (name, _) in enumerate(pairs):
-            seen[name] = i
-        obj.replaced = tuple(pair for i, pair in enumerate(pairs) if seen[pair[0]] != i)
+        last = {name: i for i, (name, _) in enumerate(pairs)}
+        obj.replaced = tuple(pair for i, pair in enumerate(pairs) if last[pair[0]] != i)
     return obj
 
 
@@ -373,10 +371,12 @@ def from_json_value(value: Any, t: SqlType, path: str = "") -> Any:
             if not path:
                 raise SerializationError(f"expected a JSON object, got {show(_floats(value))}")
             raise expected(t, value, path)
-        types = {f.name: f.type for f in t.fields}
-        for name, replaced in getattr(value, "replaced", ()):
-            if name in types:
-                from_json_value(replaced, types[name], join(path, name))
+        replaced = getattr(value, "replaced", ())
+        if replaced:
+            types = {f.name: f.type for f in t.fields}
+            for name, earlier in replaced:
+                if name in types:
+                    from_json_value(earlier, types[name], join(path, name))
         return {
             f.name: from_json_value(value.get(f.name), f.type, join(path, f.name)) for f in t.fields
         }
