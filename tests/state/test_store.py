@@ -11,14 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tablestream.runtime.binary import leading_int64, strip_prefix
 from tablestream.runtime.state import StoreError, StoreLayout, StoreSession
 from tablestream.runtime.state.store import (
     _before,
     befores,
     encode_entries,
     encode_entry,
-    leading_int64,
-    strip_prefix,
 )
 
 

@@ -18,9 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .binary import buffers, leading_int64, slices, strip_prefix
 from .frames import decode_canonical
 from .state import StoreSession
-from .state.store import _buffers, _slices, leading_int64, strip_prefix
 from .tasks import ORDER_COLUMNS, last_per_key, same_values, timestamped
 
 _TS = struct.Struct(">q")
@@ -357,7 +357,7 @@ def left_entries(stamps: pa.Array, foreign_keys: pa.Array, values: pa.Array) -> 
 def read_left_entries(entries: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
     """``(timestamps, foreign keys, values)`` of :func:`left_entries` (null for a null
     entry; a null foreign key for a row without one)."""
-    offsets, data, valid = _buffers(entries)
+    offsets, data, valid = buffers(entries)
     starts = np.where(valid, offsets[:-1], 0)
     if data.size:
         lengths = np.ascontiguousarray(data[starts[:, None] + 8 + np.arange(4)]).view(">u4")[:, 0].astype(np.int64)
@@ -365,7 +365,7 @@ def read_left_entries(entries: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
         lengths = np.zeros(len(valid), np.int64)
     has_fk = valid & (lengths != _NO_FK)
     fk_sizes = np.where(has_fk, lengths, 0)
-    foreign_keys = _slices(entries.cast(pa.binary()), starts + 12, fk_sizes, has_fk)
+    foreign_keys = slices(entries.cast(pa.binary()), starts + 12, fk_sizes, has_fk)
     return leading_int64(entries), foreign_keys, strip_prefix(entries, 12 + fk_sizes)
 
 

@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .binary import strip_prefix
 from .state import StoreSession
-from .state.store import strip_prefix
 
 ORDER_COLUMNS = ("o_ts", "o_src", "o_part", "o_off", "o_idx")
 
