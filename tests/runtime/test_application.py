@@ -86,18 +86,18 @@ def test_a_batch_after_a_large_one_has_its_positions_summed_up_by_its_tasks(tmp_
     """The first batch and any batch after a large one (here: 3 records or more) sum up
     their positions in the tasks; a batch after a small one brings them to the driver.
     Both give the same outputs."""
-    from tablestream.runtime import compiler
+    from tablestream.runtime import runner
 
     store, app = _orders_app(tmp_path / "home", spark)
-    monkeypatch.setattr(compiler, "_COMPUTE_FIRST", 3)
+    monkeypatch.setattr(runner, "_COMPUTE_FIRST", 3)
     chosen = []
-    read = compiler.read_positions
+    read = runner.read_positions
 
     def spy(records, checks, *, summarize):
         chosen.append(summarize)
         return read(records, checks, summarize=summarize)
 
-    monkeypatch.setattr(compiler, "read_positions", spy)
+    monkeypatch.setattr(runner, "read_positions", spy)
     amounts = [[1.0, 2.0, 3.0], [4.0], [5.0], [6.0, 7.0, 8.0], [9.0]]
     ts = 1_000
     for batch in amounts:

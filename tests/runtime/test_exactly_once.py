@@ -9,8 +9,8 @@ import pytest
 from rocksdict import Options, Rdict
 
 from tablestream.dsl import StreamsBuilder
-from tablestream.runtime.compiler import BatchRunner
 from tablestream.runtime.output import collect_batch
+from tablestream.runtime.runner import BatchRunner
 from tablestream.runtime.state import StoreLayout
 from tablestream.testing.driver import TestDriver
 

@@ -27,10 +27,10 @@ from pyspark.sql.types import (
 from tablestream.runtime.frames import (
     arrow_decodable,
     canonical_bytes,
-    decode_canonical,
     from_canonical,
     nullable,
 )
+from tablestream.runtime.kernels.codec import decode_canonical
 
 ORDER = StructType([
     StructField("product", StringType()),

@@ -6,14 +6,12 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tablestream.runtime.join_tasks import (
-    left_entries,
-    pack,
-    read_left_entries,
+from tablestream.runtime.kernels.codec import encode_timestamped, timestamped
+from tablestream.runtime.kernels.foreign_key.replicated import left_entries, read_left_entries
+from tablestream.runtime.kernels.foreign_key.subscriptions import (
     subscription_key,
     subscription_keys,
 )
-from tablestream.runtime.tasks import timestamped
 
 _bytes = st.binary(max_size=20)
 
@@ -31,7 +29,7 @@ def test_subscription_keys_are_the_per_row_keys(pairs):
 def test_timestamped_values_are_the_per_row_entries(rows):
     values = pa.array([v for v, _ in rows], pa.binary())
     stamps = pa.array([t for _, t in rows], pa.int64())
-    assert timestamped(values, stamps).to_pylist() == [None if v is None else pack(t, v) for v, t in rows]
+    assert timestamped(values, stamps).to_pylist() == [None if v is None else encode_timestamped(v, t) for v, t in rows]
 
 
 @settings(deadline=None)

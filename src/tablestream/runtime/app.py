@@ -33,8 +33,9 @@ from ..plan.topology import Topology
 from ..storage.embedded import EmbeddedStore
 from ..storage.processing_log import processing_log_topic, processing_log_values
 from ..storage.topic import TopicConfig
-from .compiler import BatchOutput, BatchRunner
+from .batch import BatchOutput
 from .output import collect_batch
+from .runner import BatchRunner
 from .state import StoreLayout
 
 

@@ -15,10 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pa_json
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -35,7 +31,7 @@ from pyspark.sql.types import (
 )
 
 from .expressions import ValueShape
-from .tasks import ORDER_COLUMNS
+from .kernels.order import ORDER_COLUMNS
 
 ORDER = list(ORDER_COLUMNS)
 STREAM_COLUMNS = ["key", "value", "ts", *ORDER]
@@ -79,7 +75,7 @@ _ARROW_PARSED = (BooleanType, ByteType, ShortType, IntegerType, LongType, String
 
 
 def arrow_decodable(dtype: DataType) -> bool:
-    """Whether :func:`decode_canonical` reads values of ``dtype`` exactly as
+    """Whether :func:`~tablestream.runtime.kernels.codec.decode_canonical` reads values of ``dtype`` exactly as
     :func:`from_canonical` does: booleans, integers, strings, and structs and arrays of
     them (the JSON text of other types, such as floats' ``NaN`` or timestamps, is left to
     Spark)."""
@@ -99,34 +95,57 @@ def nullable(dtype: DataType) -> DataType:
     return dtype
 
 
-def decode_canonical(values: pa.Array, arrow_type: pa.DataType) -> pa.Array:
-    """:func:`from_canonical` in Arrow, for a type :func:`arrow_decodable` accepts: the
-    canonical texts are parsed as one block of JSON lines (a null value is an empty
-    object's line, nulled after), not one value at a time.
-
-    >>> decode_canonical(pa.array([b'{"v":{"n":1}}', None]), pa.struct([("n", pa.int64())])).to_pylist()
-    [{'n': 1}, None]
-    """
-    values = values.cast(pa.binary())
-    if len(values) == 0:
-        return pa.array([], arrow_type)
-    lines = pc.binary_join_element_wise(pc.fill_null(values, b"{}"), b"", b"\n")
-    size = pc.sum(pc.binary_length(lines)).as_py()
-    first = int(np.frombuffer(lines.buffers()[1], np.int32)[lines.offset])
-    text = lines.buffers()[2].slice(first, size)
-    parsed = pa_json.read_json(
-        pa.BufferReader(text),
-        read_options=pa_json.ReadOptions(block_size=max(size, 1 << 20)),
-        parse_options=pa_json.ParseOptions(
-            explicit_schema=pa.schema([("v", arrow_type)]), unexpected_field_behavior="ignore"
-        ),
-    ).column("v").combine_chunks()
-    return pc.if_else(pc.is_valid(values), parsed, pa.nulls(len(values), arrow_type))
-
-
 def json_text(col: Column, dtype: DataType) -> Column:
     """The JSON text of a value (a struct as an object, a string quoted)."""
     if isinstance(dtype, StructType):
         return F.when(col.isNotNull(), F.to_json(col, _JSON_OPTIONS))
     wrapped = F.to_json(F.struct(col.alias("v")), _JSON_OPTIONS)  # {"v":<text>}
     return F.when(col.isNotNull(), F.substring(wrapped, F.lit(6), F.length(wrapped) - F.lit(6)))
+
+
+def key_bytes(frame: Frame) -> Column:
+    """A frame's keys as the bytes joins and stores match on: canonical bytes of the key,
+    so keys typed alike meet (a key a callable chose, JSON text, is wrapped the same way)."""
+    if frame.key_json:
+        return F.when(F.col("key").isNotNull(), F.concat(F.lit('{"v":'), F.col("key"), F.lit("}")).cast("binary"))
+    return canonical_bytes(F.col("key"))
+
+
+def key_from_bytes(col: Column, frame: Frame) -> Column:
+    """The key :func:`key_bytes` encoded, in the frame's own form."""
+    if frame.key_json:
+        text = col.cast("string")
+        return F.substring(text, F.lit(6), F.length(text) - F.lit(6))
+    return from_canonical(col, frame.key_type)
+
+
+def changed() -> Column:
+    """Keeps changes that change something (not both sides null, not equal): emit-on-change."""
+    return ~F.col("old").eqNullSafe(F.col("new"))
+
+
+def result_order() -> list[Column]:
+    """The ordering key of rows that are one per key (an aggregate's, a join's): their
+    timestamp as ordering time, no source position."""
+    return [
+        F.col("ts").alias("o_ts"),
+        *[F.lit(0).cast(t).alias(c) for c, t in zip(ORDER[1:], ("int", "int", "long", "int"), strict=True)],
+    ]
+
+
+def evaluated_once(df: DataFrame, columns: list) -> DataFrame:
+    """``df.select(*columns)`` whose expressions run once per row whatever later filters
+    use them: Spark pushes a filter below a projection by copying the projected
+    expressions into it (every decode once per use); a generator's output stops that."""
+    return df.select(F.inline(F.array(F.struct(*columns))))
+
+
+def named(value):
+    """``value`` with every string in its lists (also inside tuples) made a Column: a
+    rule keeps its column lists from one batch to the next, and each name Spark resolves
+    from Python is a call into the JVM."""
+    if isinstance(value, list):
+        return [F.col(v) if isinstance(v, str) else named(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(named(v) for v in value)
+    return value

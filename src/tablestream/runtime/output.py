@@ -23,7 +23,7 @@ from pyspark.sql.types import (
 )
 
 from ..storage.formats import Format, get_format
-from .compiler import BatchOutput, ToTopicSpec
+from .batch import BatchOutput, ToTopicSpec
 from .frames import ORDER, Frame, json_text
 
 OUTPUT_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("timestamp", pa.int64())])
@@ -83,16 +83,12 @@ def collect_batch(out: BatchOutput) -> CollectedBatch:
                     "records",
                     topic,
                     frame.df,
-                    out.once(
-                        f"sink:{topic}:{len(parts)}",
-                        "columns",
-                        lambda f=frame, sp=spec: _record_columns(f, sp),
-                    ),
+                    _memo(out, ("sink", topic, len(parts)), lambda f=frame, sp=spec: _record_columns(f, sp)),
                 )
             )
     for store, frame in out.tables.items():
         parts.append(
-            ("tables", store, frame.df, out.once(f"table:{store}", "columns", _table_columns))
+            ("tables", store, frame.df, _memo(out, ("table", store), _table_columns))
         )
     for i, errors in enumerate(out.errors):
         parts.append(("errors", str(i), errors, [F.col(c) for c in errors.columns]))
@@ -101,7 +97,7 @@ def collect_batch(out: BatchOutput) -> CollectedBatch:
         return collected
     union = None
     signature = "|".join(f"{kind}:{name}" for kind, name, _, _ in parts)
-    for (_, _, df, _), branch_columns in zip(parts, out.once("collect", signature, lambda: _branches(parts)), strict=True):
+    for (_, _, df, _), branch_columns in zip(parts, _memo(out, ("collect", signature), lambda: _branches(parts)), strict=True):
         branch = df.select(*branch_columns)
         union = branch if union is None else union.union(branch)
     table = union.toArrow()
@@ -123,6 +119,14 @@ def collect_batch(out: BatchOutput) -> CollectedBatch:
             [("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")]
         )
     return collected
+
+
+def _memo(out: BatchOutput, key, make):
+    """Columns built in the first batch and kept for the next (they depend on the plan
+    and the sinks only)."""
+    if key not in out.memo:
+        out.memo[key] = make()
+    return out.memo[key]
 
 
 def _branches(parts) -> list[list[Column]]:

@@ -1,5 +1,5 @@
 """A store stage: shuffle a DataFrame by key bytes into the store's state partitions and
-run a task kernel (:mod:`tablestream.runtime.tasks`) over each partition's rows.
+run a task kernel (:mod:`tablestream.runtime.kernels`) over each partition's rows.
 
 The shuffle is an explicit ``repartition(P, key)``: Spark places a row in partition
 ``pmod(hash(key), P)``, computed beside each row as ``_sp``; a task serves the state
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -33,7 +33,9 @@ class StoreStage:
     store: str | tuple[str, ...]
     partitions: int
     batch_id: int
-    once: Callable[[str, str, Callable[[], Any]], Any] = lambda owner, label, make: make()
+    # Schemas and partitioning columns from one batch to the next (building them costs
+    # calls into the JVM); shared by the stages of an application.
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False)
 
     def run(self, frame, key: str, kernel: Kernel, schema, *, key_places_only: bool = False):
         """``kernel(table, *sessions)`` on each state partition's rows of ``frame``, with
@@ -44,11 +46,13 @@ class StoreStage:
 
         layout, batch_id = self.layout, self.batch_id
         stores = (self.store,) if isinstance(self.store, str) else self.store
-        spark_schema, arrow_schema = self.once("stage-schema", str(schema), lambda: _schemas(schema))
-        placed, by = self.once(
-            "stage-partitioning", key,
-            lambda: (F.pmod(F.hash(F.col(key)), F.lit(self.partitions)).alias("_sp"), F.col(key)),
-        )
+        memo = self.memo
+        if ("schema", str(schema)) not in memo:
+            memo["schema", str(schema)] = _schemas(schema)
+        spark_schema, arrow_schema = memo["schema", str(schema)]
+        if ("placed", key) not in memo:
+            memo["placed", key] = (F.pmod(F.hash(F.col(key)), F.lit(self.partitions)).alias("_sp"), F.col(key))
+        placed, by = memo["placed", key]
         shuffled = frame.select("*", placed).repartition(self.partitions, by)
         if key_places_only:
             shuffled = shuffled.drop(key)
@@ -80,10 +84,13 @@ class StoreStage:
 
 
 def _schemas(schema):
-    """The Spark and Arrow forms of a kernel's output schema (DDL text or StructType)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import StructType, _parse_datatype_string
+    """The Spark and Arrow forms of a kernel's output schema (an Arrow schema, as the
+    kernels define them, or DDL text)."""
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+    from pyspark.sql.types import _parse_datatype_string
 
-    if not isinstance(schema, StructType):
+    if isinstance(schema, pa.Schema):
+        schema = from_arrow_schema(schema)
+    elif isinstance(schema, str):
         schema = _parse_datatype_string(schema)
     return schema, to_arrow_schema(schema)

@@ -78,7 +78,7 @@ class TestDriver:
         spark=None,
         state_dir: str | Path | None = None,
     ):
-        from ..runtime.compiler import BatchRunner
+        from ..runtime.runner import BatchRunner
         from ..runtime.state import StoreLayout
         from ..spark import get_spark
 

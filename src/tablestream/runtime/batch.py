@@ -1,0 +1,89 @@
+"""One micro-batch as the rules see it: its context (id, positions, the stages it runs)
+and what it writes (records per output topic, table changes, processing-log entries)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import DataFrame
+
+from ..storage.formats import Format
+from .frames import Frame
+from .positions import BatchPositions
+from .stage import StoreStage
+
+if TYPE_CHECKING:
+    from .physical import PhysicalPlan
+
+
+@dataclass(frozen=True)
+class ToTopicSpec:
+    """A sink's topic and its formats (None: the defaults for the frame's types)."""
+
+    topic: str
+    key_format: Format | None
+    value_format: Format | None
+
+
+@dataclass
+class BatchOutput:
+    """What one batch writes: records per output topic (a frame and its sink, in sink
+    order), the changes of each materialized table, and processing-log entries.
+    ``memo`` keeps the collection's columns from one batch to the next (they depend on
+    the plan only)."""
+
+    records: dict[str, list[tuple[Frame, ToTopicSpec]]] = field(default_factory=dict)
+    tables: dict[str, Frame] = field(default_factory=dict)
+    errors: list[DataFrame] = field(default_factory=list)
+    persisted: list[DataFrame] = field(default_factory=list)
+    memo: dict[Any, Any] = field(default_factory=dict)
+
+    def release(self) -> None:
+        for df in self.persisted:
+            df.unpersist()
+        self.persisted.clear()
+
+
+@dataclass
+class BatchContext:
+    """What a rule gets besides its inputs: the batch id, its positions (ordering time,
+    invalid records), the physical facts of the plan and the batch's outputs.
+    ``compute_first``: the batch is large enough that rows read by several consumers are
+    computed by a job of their own first."""
+
+    batch_id: int
+    positions: BatchPositions
+    physical: PhysicalPlan
+    output: BatchOutput
+    compute_first: bool
+
+    @property
+    def records(self) -> DataFrame:
+        """The batch's raw records with their ordering time ``o_ts``."""
+        return self.positions.records
+
+    def stage(self, stores: str | tuple[str, ...]) -> StoreStage:
+        """A store stage of this batch over the given stores."""
+        physical = self.physical
+        return StoreStage(physical.layout, stores, physical.partitions, self.batch_id, physical.stage_memo)
+
+    def persist(self, df: DataFrame, node: str | None = None) -> DataFrame:
+        """Run a store stage once for this batch. Rows that reach more than one consumer
+        (children, sinks, the materialized table) are cached and reused (a recomputation
+        after an eviction is a replay, which the stores make exact); rows with one
+        consumer flow straight into it. The consumers are stages of the batch's one
+        output job that run at the same time, so each would compute the rows itself
+        before any cached them: in a large batch the rows are computed first, by a job
+        of their own; in a small one running the stage again costs less than a job."""
+        if node is not None and self.physical.uses(node) <= 1:
+            return df
+        df = df.persist()
+        self.output.persisted.append(df)
+        if self.compute_first:
+            df.count()
+        return df
+
+    def materialize(self, store: str, frame: Frame) -> None:
+        """Write ``frame``'s changes to the materialized table ``store``."""
+        self.output.tables[store] = frame

@@ -1,0 +1,133 @@
+"""A table's rows re-keyed for aggregation, and the signed contributions every aggregate
+consumes (KIP-241: a change subtracts its old row from the old group and adds its new
+row to the new group)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ....plan import aggregate as agg
+from ....plan.expr import Expr, KeyValueExpr, SqlExpr
+from ...batch import BatchContext
+from ...expressions import JSON_TEXT, sql_column
+from ...frames import ORDER, Frame, canonical_bytes, named
+from ...physical import PhysicalPlan
+from ..base import Rule, StoreUse, UnsupportedNodeError
+from ..values import PAIR_TYPE, callable_of, side_steps, value_expr, with_sides
+
+
+class TableGroupByRule(Rule):
+    """Each change becomes the old row's (group key, value) and the new row's."""
+
+    nodes = (agg.TableGroupBy,)
+
+    def apply(self, batch: BatchContext, frame: Frame) -> Frame:
+        if not hasattr(self, "steps"):
+            self._prepare(frame)
+        df = with_sides(frame.df, self.steps).select(*self.columns)
+        if not hasattr(self, "key_type"):
+            self.key_type = df.schema["new_gk"].dataType
+        return Frame(df, "grouped", self.key_type, self.shape, key_json=self.key_json)
+
+    def _prepare(self, frame: Frame) -> None:
+        mapper = self.node.mapper
+        functions = self.functions
+        if isinstance(mapper, KeyValueExpr):
+            _, key_shape = value_expr(mapper.key, frame, functions)
+            _, self.shape = value_expr(mapper.value, frame, functions)
+            sides = {
+                "gk": lambda: value_expr(mapper.key, frame, functions, skip_null=True)[0],
+                "gv": lambda: value_expr(mapper.value, frame, functions, skip_null=True)[0],
+            }
+            picked = {f"{side}_{part}": F.col(f"_{side}_{part}") for side in ("old", "new") for part in ("gk", "gv")}
+            self.key_json = key_shape.json_text
+        else:
+            sides = {"pair": lambda: callable_of(mapper, frame, functions, PAIR_TYPE, pair=True, skip_null=True)}
+            picked = {
+                f"{side}_{part}": F.col(f"_{side}_pair.{field}")
+                for side in ("old", "new")
+                for part, field in (("gk", "k"), ("gv", "v"))
+            }
+            self.shape, self.key_json = JSON_TEXT, True
+        self.steps = side_steps(sides)
+        self.columns = named([
+            canonical_bytes(F.col("key")).alias("skb"), *[col.alias(name) for name, col in picked.items()], "ts", *ORDER,
+        ])
+
+
+class AggregateRule(Rule):
+    """What the aggregates share: one store per aggregate, keyed by group; the signed
+    rows of its input; its result table."""
+
+    consumer = True
+
+    @classmethod
+    def stores(cls, node, physical: PhysicalPlan) -> tuple[StoreUse, ...]:
+        return (StoreUse(node.store, "aggregate", node.name),)
+
+    def signed_rows(self, frame: Frame, value: Callable[[str], Column]) -> DataFrame:
+        """One row per group contribution: ``gkb, gk, sign, v, skb, ts, order`` (a table
+        change contributes -old to its old group and +new to its new group; a stream
+        record +value to its key's group)."""
+        if not hasattr(self, "signed"):
+            self.signed = self._signed_columns(frame, value)
+        if frame.kind == "grouped":
+            exploded, flat, present, columns = self.signed
+            return frame.df.select(*exploded).select(*flat).where(present).select(*columns)
+        present, columns = self.signed
+        return frame.df.where(present).select(*columns)
+
+    @staticmethod
+    def _signed_columns(frame: Frame, value: Callable[[str], Column]):
+        if frame.kind != "grouped":
+            return named((
+                F.col("key").isNotNull() & F.col("value").isNotNull(),
+                [
+                    canonical_bytes(F.col("key")).alias("gkb"),
+                    F.col("key").alias("gk"),
+                    F.lit(1).cast("int").alias("sign"),
+                    value("value").alias("v"),
+                    F.lit(None).cast("binary").alias("skb"),
+                    "ts",
+                    *ORDER,
+                ],
+            ))
+        # Both sides in one pass: an array of the (sign, group key, group value) of the
+        # old and the new row, exploded; ``value`` is then bound to the side's group
+        # value, as for a stream record.
+        sides = F.array(*[
+            F.struct(
+                F.lit(sign).cast("int").alias("sign"), F.col(f"{side}_gk").alias("gk"), F.col(f"{side}_gv").alias("value")
+            )
+            for sign, side in ((-1, "old"), (1, "new"))
+        ])
+        exploded = [F.explode(sides).alias("_side"), "skb", "ts", *ORDER]
+        flat = [
+            F.col("_side.sign").alias("sign"), F.col("_side.gk").alias("gk"), F.col("_side.value").alias("value"),
+            "skb", "ts", *ORDER,
+        ]
+        present = F.col("gk").isNotNull() & F.col("value").isNotNull()
+        columns = [canonical_bytes(F.col("gk")).alias("gkb"), "gk", "sign", value("value").alias("v"), "skb", "ts", *ORDER]
+        return named((exploded, flat, present, columns))
+
+    def column_of(self, expr: Expr, frame: Frame) -> Callable[[str], Column]:
+        """An aggregated column's expression, over the value bound to ``side``."""
+
+        def value(side: str) -> Column:
+            if isinstance(expr, SqlExpr):
+                return sql_column(expr, frame.value, value=side)
+            if expr.kind == "column":
+                return self.functions[expr.ref]
+            raise UnsupportedNodeError("aggregate columns are SQL expressions or Spark Columns")
+
+        return value
+
+    def result(self, batch: BatchContext, df: DataFrame, frame: Frame) -> Frame:
+        """The aggregate's table (written to its materialized table when queryable)."""
+        table = Frame(df, "table", self.key_type, self.shape, key_json=frame.key_json)
+        if self.node.queryable:
+            batch.materialize(self.node.store, table)
+        return table

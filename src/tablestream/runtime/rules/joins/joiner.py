@@ -1,0 +1,79 @@
+"""The joiner of a join: SQL text over ``left`` and ``right``, a Spark Column over the
+same two columns, or a Python callable ``(left, right)``; evaluated where the join
+kind says a result exists."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from ....plan.expr import Expr, SqlExpr
+from ...expressions import JSON_TEXT, ValueShape, joiner_callable_column, joiner_sql_column
+from ...frames import changed, result_order
+from ..values import json_of
+
+# For each join kind, whether a result exists given the left and right values.
+_PRESENT = {
+    "inner": lambda left, right: left.isNotNull() & right.isNotNull(),
+    "left": lambda left, right: left.isNotNull(),
+    "outer": lambda left, right: left.isNotNull() | right.isNotNull(),
+}
+
+
+class Joiner:
+    """A join's joiner and the result columns it fills: per ``name -> (left column,
+    right column)``, the joiner's result where the join kind has one (else null).
+    Built once, at the first batch (it needs the two values' types)."""
+
+    def __init__(self, expr: Expr, kind: str, functions, pairs: dict[str, tuple[str, str]]):
+        self.expr = expr
+        self.kind = kind
+        self.functions = functions
+        self.pairs = pairs
+        self.steps: list[dict[str, Column]] | None = None
+        self.shape: ValueShape | None = None
+
+    def _prepare(self, df: DataFrame, left: ValueShape, right: ValueShape) -> None:
+        expr = self.expr
+        if isinstance(expr, SqlExpr):
+            col = joiner_sql_column(expr)
+        elif expr.kind == "column":
+            col = self.functions[expr.ref]
+        else:
+            col = joiner_callable_column(self.functions[expr.ref], left, right, json_of)
+        if isinstance(expr, SqlExpr) or expr.kind == "column":
+            probe = df.select(F.lit(None).cast(left.dtype).alias("_jl"), F.lit(None).cast(right.dtype).alias("_jr"))
+            self.shape = ValueShape(probe.select(col.alias("_j")).schema["_j"].dataType)
+        else:
+            self.shape = JSON_TEXT
+        steps = []
+        for name, (lcol, rcol) in self.pairs.items():
+            present = _PRESENT[self.kind](F.col(lcol), F.col(rcol))
+            steps.append({"_jl": F.col(lcol), "_jr": F.col(rcol), "_jp": present})
+            steps.append({name: F.when(F.col("_jp"), col)})
+        self.steps = steps
+
+    def join(self, df: DataFrame, left: ValueShape, right: ValueShape) -> DataFrame:
+        """``df`` with the result columns."""
+        if self.steps is None:
+            self._prepare(df, left, right)
+        for step in self.steps:
+            df = df.withColumns(step)
+        return df.drop("_jl", "_jp", "_jr")
+
+
+class TableJoiner(Joiner):
+    """The joiner of a table-table join: the result before and after (``old`` from
+    ``l_old``/``r_old``, ``new`` from ``l_new``/``r_new``), one row per key with a
+    real change (emit on change)."""
+
+    def __init__(self, expr: Expr, kind: str, functions):
+        super().__init__(expr, kind, functions, {"old": ("l_old", "r_old"), "new": ("l_new", "r_new")})
+        self.columns = None
+
+    def changes(self, df: DataFrame, left: ValueShape, right: ValueShape) -> DataFrame:
+        joined = self.join(df, left, right)
+        if self.columns is None:
+            self.columns = ([F.col(c) for c in ("key", "old", "new", "ts")] + result_order(), changed())
+        columns, emit = self.columns
+        return joined.select(*columns).where(emit)

@@ -1,0 +1,111 @@
+"""Stream-table and stream-global-table joins: each stream record meets the table as of
+its ordering key, in a stage that keeps the join's own copy of the table
+(:mod:`tablestream.runtime.kernels.stream_table`)."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ....errors import CoPartitioningError
+from ....plan import joins
+from ...batch import BatchContext
+from ...frames import (
+    ORDER,
+    STREAM_COLUMNS,
+    Frame,
+    canonical_bytes,
+    from_canonical,
+    key_bytes,
+    key_from_bytes,
+    named,
+)
+from ...kernels import stream_table
+from ...physical import PhysicalPlan
+from ..base import Rule, StoreUse
+from ..values import selected_key_bytes
+from .joiner import Joiner
+
+
+class StreamTableRule(Rule):
+    nodes = (joins.StreamTableJoin,)
+
+    def __init__(self, node, physical: PhysicalPlan):
+        super().__init__(node, physical)
+        self.store = f"{node.name}-TABLE"
+        self.joiner = Joiner(node.joiner, node.kind, self.functions, {"value": ("l", "r")})
+        self.inputs = None
+
+    @classmethod
+    def stores(cls, node, physical: PhysicalPlan) -> tuple[StoreUse, ...]:
+        return (StoreUse(f"{node.name}-TABLE", "table copy", node.name),)
+
+    @classmethod
+    def reads_every_version(cls, node) -> tuple[str, ...]:
+        return (node.table,)
+
+    def lookup_key(self, stream: Frame) -> Column:
+        """The bytes of the table key a stream record looks up."""
+        return key_bytes(stream)
+
+    def check(self) -> None:
+        """ksqlDB's co-partitioning rule, when the join asks for it (``strict``)."""
+        node, physical = self.node, self.physical
+        if not node.strict or physical.topic_partitions is None:
+            return
+        stream_topic, stream_count = physical.input_partitions(node.parent)
+        table_topic, table_count = physical.input_partitions(node.table)
+        if stream_count != table_count:
+            raise CoPartitioningError(
+                f"Can't join `{stream_topic}` with `{table_topic}` since the number of partitions don't match. "
+                f"`{stream_topic}` partitions = {stream_count}; `{table_topic}` partitions = {table_count}. "
+                "Please repartition either one so that the number of partitions match."
+            )
+
+    def apply(self, batch: BatchContext, stream: Frame, table: Frame) -> Frame:
+        self.check()
+        node = self.node
+        if self.inputs is None:
+            self.inputs = self._inputs(stream, table)
+        matched, stream_cols, table_cols, unmatched, decoded_cols, unmatched_cols, result = self.inputs
+        table_rows = table.versions if table.versions is not None else table.df
+        rows = stream.df.where(matched).select(*stream_cols).unionByName(table_rows.select(*table_cols))
+        looked_up = batch.persist(
+            batch.stage(self.store).run(rows, "kb", stream_table.stream_table_join, stream_table.SCHEMA), node.name
+        )
+        decoded = looked_up.select(*decoded_cols)
+        if node.kind == "left":
+            # KIP-962: a record that looks nothing up still joins with null.
+            decoded = decoded.unionByName(stream.df.where(unmatched).select(*unmatched_cols))
+        joined = self.joiner.join(decoded, stream.value, table.value)
+        df = joined.where(result).select(*STREAM_COLUMNS)
+        return Frame(df, "stream", stream.key_type, self.joiner.shape, key_json=stream.key_json)
+
+    def _inputs(self, stream: Frame, table: Frame):
+        lookup = self.lookup_key(stream)
+        nothing = F.lit(None).cast("binary")
+        return named((
+            lookup.isNotNull() & F.col("value").isNotNull(),
+            [lookup.alias("kb"), F.lit(1).cast("tinyint").alias("kind"), nothing.alias("vb"),
+             key_bytes(stream).alias("sk"), canonical_bytes(F.col("value")).alias("sv"), "ts", *ORDER],
+            [key_bytes(table).alias("kb"), F.lit(0).cast("tinyint").alias("kind"),
+             canonical_bytes(F.col("new")).alias("vb"), nothing.alias("sk"), nothing.alias("sv"), "ts", *ORDER],
+            lookup.isNull() & F.col("value").isNotNull(),
+            [key_from_bytes(F.col("sk"), stream).alias("key"),
+             from_canonical(F.col("sv"), stream.value.dtype).alias("l"),
+             from_canonical(F.col("tv"), table.value.dtype).alias("r"), "ts", *ORDER],
+            ["key", F.col("value").alias("l"), F.lit(None).cast(table.value.dtype).alias("r"), "ts", *ORDER],
+            F.col("r").isNotNull() | F.lit(self.node.kind == "left"),
+        ))
+
+
+class StreamGlobalTableRule(StreamTableRule):
+    """Looked up by a key selected from the stream record; no co-partitioning."""
+
+    nodes = (joins.StreamGlobalTableJoin,)
+
+    def lookup_key(self, stream: Frame) -> Column:
+        return selected_key_bytes(self.node.key_selector, stream, self.functions)
+
+    def check(self) -> None:
+        return None

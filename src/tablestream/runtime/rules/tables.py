@@ -1,0 +1,106 @@
+"""Tables from streams and streams from tables; filters and mappers of table rows,
+applied to each change's old and new row."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ...plan import stateless
+from ..batch import BatchContext
+from ..expressions import predicate_column
+from ..frames import ORDER, Frame, canonical_bytes, changed, from_canonical, named
+from ..kernels import upsert
+from ..physical import PhysicalPlan
+from .base import Rule, StoreUse
+from .values import side_steps, value_expr, with_sides
+
+
+def table_result(batch: BatchContext, node, frame: Frame) -> Frame:
+    """A table operator's changes, also written to its materialized table if it has one."""
+    if getattr(node, "store", None):
+        batch.materialize(node.store, frame)
+    return frame
+
+
+class ToTableRule(Rule):
+    """Each record upserts its key in the table's store (a null value deletes it)."""
+
+    nodes = (stateless.ToTable,)
+    consumer = True
+
+    @classmethod
+    def stores(cls, node, physical: PhysicalPlan) -> tuple[StoreUse, ...]:
+        return (StoreUse(node.store, "table", node.name),)
+
+    def apply(self, batch: BatchContext, frame: Frame) -> Frame:
+        if not hasattr(self, "stage_in"):
+            self.keyed = F.col("key").isNotNull()
+            self.stage_in = named([
+                canonical_bytes(F.col("key")).alias("kb"), canonical_bytes(F.col("value")).alias("vb"), "ts", *ORDER,
+            ])
+            self.result = named([
+                from_canonical(F.col("kb"), frame.key_type).alias("key"),
+                from_canonical(F.col("old"), frame.value.dtype).alias("old"),
+                from_canonical(F.col("new"), frame.value.dtype).alias("new"),
+                "ts",
+                *ORDER,
+            ])
+        rows = frame.df.where(self.keyed).select(*self.stage_in)
+        changes = batch.persist(batch.stage(self.node.store).run(rows, "kb", upsert.upsert, upsert.SCHEMA), self.node.name)
+        table = Frame(changes.select(*self.result), "table", frame.key_type, frame.value, key_json=frame.key_json)
+        if self.node.queryable:
+            batch.materialize(self.node.store, table)
+        return table
+
+
+class ToStreamRule(Rule):
+    nodes = (stateless.ToStream,)
+
+    def apply(self, batch: BatchContext, frame: Frame) -> Frame:
+        df = frame.df.select("key", F.col("new").alias("value"), "ts", *ORDER)
+        return Frame(df, "stream", frame.key_type, frame.value, key_json=frame.key_json)
+
+
+class TableFilterRule(Rule):
+    """A row that stops passing becomes a deletion; a change that leaves the result as it
+    was emits nothing."""
+
+    nodes = (stateless.TableFilter,)
+
+    def apply(self, batch: BatchContext, frame: Frame) -> Frame:
+        node = self.node
+        if not hasattr(self, "steps"):
+            self.steps = side_steps({
+                "keep": lambda: predicate_column(
+                    node.predicate, frame.value, self.functions, key_json=frame.key_json, skip_null=True
+                )
+            })
+
+            def passes(side: str) -> Column:
+                keep = F.coalesce(F.col(f"_{side}_keep"), F.lit(False))
+                return ~keep if node.negate else keep
+
+            self.columns = named([
+                "key",
+                F.when(passes("old"), F.col("old")).alias("old"),
+                F.when(passes("new"), F.col("new")).alias("new"),
+                "ts",
+                *ORDER,
+            ])
+            self.changed = changed()
+        df = with_sides(frame.df, self.steps).select(*self.columns).where(self.changed)
+        return table_result(batch, node, frame.with_df(df))
+
+
+class TableMapValuesRule(Rule):
+    nodes = (stateless.TableMapValues,)
+
+    def apply(self, batch: BatchContext, frame: Frame) -> Frame:
+        if not hasattr(self, "steps"):
+            self.shape = value_expr(self.node.mapper, frame, self.functions)[1]
+            self.steps = side_steps({"v": lambda: value_expr(self.node.mapper, frame, self.functions, skip_null=True)[0]})
+            self.columns = named(["key", F.col("_old_v").alias("old"), F.col("_new_v").alias("new"), "ts", *ORDER])
+            self.changed = changed()
+        df = with_sides(frame.df, self.steps).select(*self.columns).where(self.changed)
+        return table_result(batch, self.node, frame.with_df(df, value=self.shape))

@@ -1,0 +1,92 @@
+"""Plan expressions over a frame's rows, as the rules use them: a mapper's value and
+shape, a Python callable's column, and expressions evaluated on a table's old and new
+rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, StringType, StructField, StructType
+
+from ...plan.expr import Expr, ExprRef, SqlExpr
+from ..expressions import JSON_TEXT, ValueShape, callable_column, sql_column
+from ..frames import Frame, canonical_bytes
+
+PAIR_TYPE = StructType([StructField("k", StringType()), StructField("v", StringType())])
+
+
+def json_of(value: Any) -> str | None:
+    """A callable's result as JSON text (None stays None)."""
+    return None if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def value_expr(expr: Expr, frame: Frame, functions, *, skip_null: bool = False) -> tuple[Column, ValueShape]:
+    """A mapper's result over the frame's ``key`` and ``value`` columns, and its shape."""
+    if isinstance(expr, SqlExpr):
+        if expr.sql.lower() == "value":
+            return F.col("value"), frame.value  # the identity keeps JSON text JSON
+        col = sql_column(expr, frame.value)
+    elif expr.kind == "column":
+        col = functions[expr.ref]
+    else:
+        return callable_of(expr, frame, functions, StringType(), skip_null=skip_null), JSON_TEXT
+    df = frame.df if frame.kind == "stream" else frame.df.withColumn("value", F.col("new"))
+    return col, ValueShape(df.select(col.alias("_")).schema["_"].dataType)
+
+
+def callable_of(
+    ref: ExprRef, frame: Frame, functions, result: DataType, *, pair: bool = False, many: bool = False,
+    skip_null: bool = False,
+) -> Column:
+    """A Python callable over ``key`` and ``value``; its results become JSON text (a
+    pair as ``struct<k, v>`` of JSON texts, many results as an array)."""
+
+    def convert(res: Any) -> Any:
+        if pair and many:
+            return [{"k": json_of(k), "v": json_of(v)} for k, v in (res or [])]
+        if pair:
+            if res is None:
+                return {"k": None, "v": None}
+            k, v = res
+            return {"k": json_of(k), "v": json_of(v)}
+        if many:
+            return [json_of(v) for v in (res or [])]
+        return json_of(res)
+
+    return callable_column(
+        functions[ref.ref], ref.arity, frame.value, result, key_json=frame.key_json, convert=convert,
+        skip_null=skip_null,
+    )
+
+
+def selected_key_bytes(expr: Expr, frame: Frame, functions) -> Column:
+    """Canonical bytes of a key computed by ``expr`` over ``value`` (and ``key``), so it
+    meets the other table's keys whatever its integer width; a callable's result (JSON
+    text) is wrapped the same way."""
+    col, shape = value_expr(expr, frame, functions, skip_null=True)
+    if shape.json_text and not (isinstance(expr, SqlExpr) and expr.sql.lower() == "value"):
+        return F.when(col.isNotNull() & (col != F.lit("null")), F.concat(F.lit('{"v":'), col, F.lit("}")).cast("binary"))
+    return canonical_bytes(col)
+
+
+def side_steps(results: dict[str, Callable[[], Column]]) -> list[dict[str, Column]]:
+    """Projections that evaluate expressions once against a table's old rows and once
+    against its new rows: ``value`` is bound to each side in turn, so SQL text, Spark
+    Columns and callables all see the row as a stream record's value. They add
+    ``_old_<name>`` and ``_new_<name>`` (null where the side is missing)."""
+    steps = []
+    for side in ("old", "new"):
+        steps.append({"value": F.col(side)})
+        steps.append({f"_{side}_{name}": F.when(F.col(side).isNotNull(), build()) for name, build in results.items()})
+    return steps
+
+
+def with_sides(df: DataFrame, steps: list[dict[str, Column]]) -> DataFrame:
+    """``df`` with the columns of :func:`side_steps`."""
+    for step in steps:
+        df = df.withColumns(step)
+    return df.drop("value")

@@ -1,0 +1,76 @@
+"""Plan -> per-batch Spark computation: each plan node's rule applied in plan order.
+
+:class:`BatchRunner` builds every node's rule once (a node without one fails here, with
+its name) and applies them to one micro-batch of raw topic records (the normalized
+topic columns), returning what the batch writes: records per output topic, the changes
+of every materialized table and the processing-log entries. Rules are DataFrame
+operations; per-key state is read and written by store stages
+(:mod:`tablestream.runtime.stage`) running the task kernels
+(:mod:`tablestream.runtime.kernels`), each once per batch.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+
+from ..plan.topology import Topology
+from .batch import BatchContext, BatchOutput
+from .frames import Frame
+from .physical import PhysicalPlan
+from .positions import read_positions
+from .rules import rule_for
+from .rules.sources import SourceRule
+from .state import StoreLayout
+
+# Records in a batch from which rows read by several consumers are computed by a job of
+# their own first (see BatchContext.persist), and after which the next batch's tasks
+# sum up its positions.
+_COMPUTE_FIRST = 50_000
+
+
+class BatchRunner:
+    """Applies a topology to micro-batches.
+
+    ``partitions``: the number of state partitions of every store (fixed for the life of
+    the application). ``topic_partitions``: partition counts of the source topics, for
+    joins that require co-partitioned inputs (``strict``).
+    """
+
+    def __init__(
+        self, topology: Topology, layout: StoreLayout, partitions: int, topic_partitions: dict[str, int] | None = None
+    ):
+        self.topology = topology
+        self.physical = PhysicalPlan(topology, layout, partitions, topic_partitions, rule_for)
+        self.rules = [(node, rule_for(node)(node, self.physical)) for node in topology.nodes]
+        self._checks: dict[str, Column] | None = None
+        self._output_memo: dict = {}
+        self._last_count: int | None = None  # records in the batch before
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """Every source topic, in a fixed order (a topic's position is ``o_src``)."""
+        return self.physical.topics
+
+    def source_checks(self) -> dict[str, Column]:
+        """Per source node: its records that cannot be read (see :meth:`SourceRule.check`)."""
+        if self._checks is None:
+            self._checks = {node.name: rule.check() for node, rule in self.rules if isinstance(rule, SourceRule)}
+        return self._checks
+
+    def run(self, records: DataFrame, batch_id: int) -> BatchOutput:
+        """Compute one batch. ``records`` has the normalized topic columns."""
+        # A batch's tasks sum up its positions when the batch before was large (or this
+        # is the first): catch-up batches repay that Python stage, small ones not.
+        summarize = self._last_count is None or self._last_count >= _COMPUTE_FIRST
+        positions = read_positions(records, self.source_checks(), summarize=summarize)
+        self._last_count = positions.count
+        batch = BatchContext(
+            batch_id, positions, self.physical, BatchOutput(memo=self._output_memo),
+            compute_first=positions.count >= _COMPUTE_FIRST,
+        )
+        frames: dict[str, Frame] = {}
+        for node, rule in self.rules:
+            result = rule.apply(batch, *(frames[p] for p in node.parents))
+            if result is not None:
+                frames[node.name] = result
+        return batch.output
