@@ -1,4 +1,4 @@
-"""Keyed stores: replay-exact reads, changelog restore, snapshots, locking (no Spark)."""
+"""Store sessions: replay-exact reads, per-key and bulk writes, prefix reads, locking."""
 
 from __future__ import annotations
 
@@ -11,29 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tablestream.runtime.binary import leading_int64, strip_prefix
 from tablestream.runtime.state import StoreError, StoreLayout, StoreSession
-from tablestream.runtime.state.store import (
-    _before,
-    befores,
-    encode_entries,
-    encode_entry,
-)
 
-
-@pytest.fixture
-def layout(tmp_path):
-    return StoreLayout(tmp_path / "local", tmp_path / "durable", snapshot_every=3)
-
-
-def run(layout, batch, keys, values, store="s", partition=0):
-    with StoreSession(layout, store, partition, batch) as session:
-        return session.get_and_put(keys, values)
-
-
-def dump(layout, batch, store="s", partition=0, prefix=b""):
-    with StoreSession(layout, store, partition, batch) as session:
-        return dict(session.prefix_items(prefix))
+from .stores import dump, run
 
 
 def test_get_and_put_returns_values_before_the_batch(layout):
@@ -70,72 +50,6 @@ def test_get_sees_this_batchs_writes_and_get_before_does_not(layout):
         assert session.get_before([b"a", b"b", b"z"]) == [b"1", None, None]
 
 
-def _history(layout, batches):
-    for batch, (keys, values) in enumerate(batches):
-        run(layout, batch, keys, values)
-
-
-BATCHES = [
-    ([b"a", b"b"], [b"1", b"2"]),
-    ([b"a"], [b"3"]),
-    ([b"c"], [b"4"]),
-    ([b"b"], [None]),
-    ([b"d", b"a"], [b"5", b"6"]),
-    ([b"c"], [b"7"]),
-    ([b"e"], [b"8"]),
-]
-
-
-@pytest.mark.parametrize("lost_at", [1, 3, 5, 7])
-def test_a_deleted_store_is_restored_from_snapshot_and_changelogs(layout, tmp_path, lost_at):
-    reference = StoreLayout(tmp_path / "ref-local", tmp_path / "ref-durable", snapshot_every=3)
-    _history(reference, BATCHES)
-    _history(layout, BATCHES[:lost_at])
-    shutil.rmtree(layout.local_dir)
-    for batch in range(lost_at, len(BATCHES)):
-        run(layout, batch, *BATCHES[batch])
-    assert dump(layout, len(BATCHES)) == dump(reference, len(BATCHES)) == {
-        b"a": b"6", b"c": b"7", b"d": b"5", b"e": b"8"
-    }
-
-
-def test_restore_gives_the_same_outputs_as_an_uninterrupted_run(layout, tmp_path):
-    reference = StoreLayout(tmp_path / "ref-local", tmp_path / "ref-durable", snapshot_every=3)
-    outputs, restored_outputs = [], []
-    for batch, (keys, values) in enumerate(BATCHES):
-        outputs.append(run(reference, batch, keys, values))
-        if batch in (2, 5):
-            shutil.rmtree(layout.local_dir, ignore_errors=True)
-        restored_outputs.append(run(layout, batch, keys, values))
-    assert restored_outputs == outputs
-
-
-def test_a_store_behind_catches_up_from_changelogs(layout, tmp_path):
-    _history(layout, BATCHES[:2])
-    saved = tmp_path / "saved-db"
-    shutil.copytree(layout.db_dir("s", 0), saved)
-    run(layout, 2, *BATCHES[2])
-    shutil.rmtree(layout.db_dir("s", 0))
-    shutil.copytree(saved, layout.db_dir("s", 0))  # the store as of batch 1: behind
-    assert run(layout, 3, *BATCHES[3]) == [b"2"]
-    assert dump(layout, 4) == {b"a": b"3", b"c": b"4"}
-
-
-def test_snapshots_and_changelogs_are_pruned(layout):
-    _history(layout, BATCHES)
-    snapshots = sorted(int(p.name) for p in layout.snapshot_dir("s", 0).iterdir())
-    changelogs = sorted(int(p.stem) for p in layout.changelog_dir("s", 0).glob("*.arrow"))
-    assert snapshots == [2, 5]
-    # The older snapshot and the changelogs after it rebuild a replay of batch 5.
-    assert changelogs == [3, 4, 5, 6]
-
-
-def test_a_store_ahead_of_the_batch_is_an_error(layout):
-    _history(layout, BATCHES[:3])
-    with pytest.raises(StoreError, match="^store s/0 holds batch 2, ahead of batch 1$"):
-        run(layout, 1, [b"a"], [b"x"])
-
-
 def _hold(layout, seconds, started):
     with StoreSession(layout, "s", 0, 0) as session:
         started.set()
@@ -168,25 +82,8 @@ def test_a_dropped_entry_reads_as_missing_within_the_batch(layout):
     assert dump(layout, 3) == {b"a": b"2"}
 
 
+
 # ------------------------------------------------------------- Arrow (bulk) primitive
-_values = st.one_of(st.none(), st.binary(max_size=12))
-
-
-@given(st.lists(st.tuples(st.integers(0, 5), _values, _values, st.booleans()), max_size=30), st.integers(0, 5))
-def test_arrow_entry_codecs_agree_with_the_per_key_ones(rows, batch_id):
-    entries = [encode_entry(written, value, prev) if present else None for written, value, prev, present in rows]
-    values = [value for _, value, _, _ in rows]
-    prevs = [prev for _, _, prev, _ in rows]
-    assert encode_entries(batch_id, pa.array(values, pa.binary()), pa.array(prevs, pa.binary())).to_pylist() == [
-        encode_entry(batch_id, v, p) for v, p in zip(values, prevs, strict=True)
-    ]
-    if any(e is not None and written > batch_id for e, (written, *_rest) in zip(entries, rows, strict=True)):
-        with pytest.raises(StoreError, match="ahead of batch"):
-            befores(pa.array(entries, pa.binary()), batch_id)
-    else:
-        assert befores(pa.array(entries, pa.binary()), batch_id).to_pylist() == [_before(e, batch_id) for e in entries]
-
-
 def bulk_run(layout, batch, keys, values, store="s", partition=0):
     with StoreSession(layout, store, partition, batch) as session:
         return session.get_and_put_all(pa.array(keys, pa.binary()), pa.array(values, pa.binary())).to_pylist()
@@ -251,18 +148,6 @@ def test_get_and_put_all_is_the_only_access_of_its_session(layout):
             session.get_and_put_all(pa.array([b"a"]), pa.array([b"2"]))
 
 
-@given(st.lists(_values, max_size=30), st.integers(0, 4))
-def test_strip_prefix_drops_the_first_bytes_of_each_value(values, size):
-    assert strip_prefix(pa.array(values, pa.binary()), size).to_pylist() == [
-        None if v is None else v[size:] for v in values
-    ]
-
-
-@given(st.lists(st.one_of(st.none(), st.tuples(st.integers(-(2**63), 2**63 - 1), st.binary(max_size=6))), max_size=20))
-def test_leading_int64_reads_the_big_endian_number_each_value_starts_with(rows):
-    values = [None if r is None else r[0].to_bytes(8, "big", signed=True) + r[1] for r in rows]
-    assert leading_int64(pa.array(values, pa.binary())).to_pylist() == [None if r is None else r[0] for r in rows]
-
 
 _prefixed_batches = st.lists(
     st.tuples(
@@ -323,35 +208,3 @@ def test_get_before_all_may_precede_get_and_put_all_and_comes_before_writes(layo
         with pytest.raises(StoreError, match="get_before_all must come before the session's writes"):
             session.get_before_all(pa.array([b"a"]))
     assert dump(layout, 3) == {b"a": b"3"}
-
-
-def _level0_files(layout, store="s", partition=0) -> int:
-    from rocksdict import Rdict
-
-    from tablestream.runtime.state.store import _options
-
-    db = Rdict(str(layout.db_dir(store, partition)), _options())
-    try:
-        return db.property_int_value("rocksdb.num-files-at-level0")
-    finally:
-        db.close()
-
-
-def test_a_store_compacts_the_files_its_batches_leave_in_level_0(layout, monkeypatch):
-    # Each close flushes the batch's writes to a new level-0 file; RocksDB itself would
-    # start compacting at 4, so at 2 the store's own compaction is the only one.
-    monkeypatch.setattr("tablestream.runtime.state.store._COMPACT_LEVEL0", 2)
-    run(layout, 0, [b"a", b"b"], [b"1", b"2"])
-    assert _level0_files(layout) == 1
-    run(layout, 1, [b"a", b"c"], [b"10", b"3"])
-    assert _level0_files(layout) == 2
-    run(layout, 2, [b"b", b"d"], [None, b"4"])  # closes with 2 there: compacts
-    assert _level0_files(layout) == 0
-    assert dump(layout, 3) == {b"a": b"10", b"c": b"3", b"d": b"4"}
-
-
-def test_a_store_keeps_two_info_logs(layout):
-    for batch in range(5):
-        run(layout, batch, [b"k%d" % batch], [b"v"])
-    logs = sorted(p.name.split(".")[0] for p in layout.db_dir("s", 0).iterdir() if p.name.startswith("LOG"))
-    assert logs == ["LOG", "LOG"]

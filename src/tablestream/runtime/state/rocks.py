@@ -1,0 +1,125 @@
+"""The RocksDB database of one (store, state partition): open, read, write, compact,
+checkpoint.
+
+The only module that uses ``rocksdict``; the others see user keys and entries. User keys
+live under a data prefix, beside a metadata key holding the last batch written.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from rocksdict import Checkpoint, Options, Rdict, WriteBatch, WriteOptions
+
+from ..binary import strip_prefix
+
+_DATA = b"\x01"  # user keys live under this prefix; metadata under _META
+_META = b"\x00"
+_LAST_BATCH = _META + b"last-batch"
+# A batch's writes skip RocksDB's write-ahead log: the changelog file written first is
+# the store's log (closing a store flushes it; a store that lost its last write replays
+# that changelog when it opens).
+_NO_WAL = WriteOptions()
+_NO_WAL.disable_wal = True
+# A store is open for one batch, and closing it cancels RocksDB's background compactions,
+# so files flushed at each close pile up in level 0 (every read then looks in each of
+# them) unless the store compacts itself: it does when it closes with this many there.
+COMPACT_LEVEL0 = 16
+
+
+def _options() -> Options:
+    options = Options(raw_mode=True)
+    options.set_keep_log_file_num(2)  # RocksDB starts an info log at every open
+    return options
+
+
+class RocksStore:
+    """An open RocksDB database of user keys and their entries."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = Rdict(str(path), _options())
+
+    def close(self, *, compact: bool = False) -> None:
+        """Close; with ``compact``, first compact when :data:`COMPACT_LEVEL0` files are
+        in level 0."""
+        try:
+            if compact and self.level0_files() >= COMPACT_LEVEL0:
+                self._db.compact_range(None, None)
+        finally:
+            self._db.close()
+
+    def level0_files(self) -> int:
+        return self._db.property_int_value("rocksdb.num-files-at-level0") or 0
+
+    def last_batch(self) -> int:
+        """The last batch written (-1 for none)."""
+        raw = self._db.get(_LAST_BATCH)
+        return -1 if raw is None else int(raw)
+
+    # ---------------------------------------------------------------------- reads
+    def get(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        """The entries of ``keys``, with one multi-get."""
+        return self._db.get([_DATA + k for k in keys])
+
+    def get_all(self, keys: pa.Array) -> pa.Array:
+        """:meth:`get` over an Arrow array, the keys prefixed with array operations."""
+        prefixed = pc.binary_join_element_wise(_DATA, keys.cast(pa.binary()), b"").to_pylist()
+        return pa.array(self._db.get(prefixed), pa.binary())
+
+    def items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """(key, entry) of every key starting with ``prefix``, in key order."""
+        full = _DATA + prefix
+        # RocksDB iterates in key order from the prefix: stop at the first key past it.
+        return ((k[1:], e) for k, e in itertools.takewhile(
+            lambda item: item[0].startswith(full), self._db.items(from_key=full)))
+
+    def scan(self, prefixes: Sequence[bytes]) -> tuple[np.ndarray, pa.Array, pa.Array]:
+        """Every key under each of ``prefixes`` with its entry, as arrays: the index of
+        the key's prefix, the key without its prefix and the entry. The walk over
+        RocksDB is the only per-key Python."""
+        owners: list[int] = []
+        keys: list[bytes] = []
+        entries: list[bytes] = []
+        cursor = self._db.iter()
+        try:
+            for i, prefix in enumerate(prefixes):
+                full = _DATA + prefix
+                cursor.seek(full)
+                while cursor.valid():
+                    key = cursor.key()
+                    if not key.startswith(full):
+                        break
+                    owners.append(i)
+                    keys.append(key)
+                    entries.append(cursor.value())
+                    cursor.next()
+        finally:
+            del cursor
+        owner = np.asarray(owners, np.int64)
+        if not keys:
+            return owner, pa.array([], pa.binary()), pa.array([], pa.binary())
+        sizes = np.fromiter((len(p) + len(_DATA) for p in prefixes), np.int64, len(prefixes))
+        return owner, strip_prefix(pa.array(keys, pa.binary()), sizes[owner]), pa.array(entries, pa.binary())
+
+    # --------------------------------------------------------------------- writes
+    def write(self, keys: pa.Array | pa.ChunkedArray, entries: pa.Array | pa.ChunkedArray, batch_id: int) -> None:
+        """Write ``entries`` under ``keys`` (a null entry deletes) and ``batch_id`` as the
+        last batch, in one write batch without the write-ahead log."""
+        wb = WriteBatch(raw_mode=True)
+        stored_keys = pc.binary_join_element_wise(_DATA, keys, b"").to_pylist()
+        for key, entry in zip(stored_keys, entries.to_pylist(), strict=True):
+            if entry is None:
+                wb.delete(key)
+            else:
+                wb.put(key, entry)
+        wb.put(_LAST_BATCH, str(batch_id).encode())
+        self._db.write(wb, _NO_WAL)
+
+    def checkpoint(self, target: Path) -> None:
+        """A RocksDB checkpoint of the database in ``target``."""
+        Checkpoint(self._db).create_checkpoint(str(target))

@@ -1,0 +1,315 @@
+"""A task's session with the store of its partition for one batch (:class:`StoreSession`).
+
+Opens the database as of the batch (rebuilt from the durable files when missing or
+behind), reads and writes it with vectorized calls, and commits once: the changelog file
+first, then RocksDB. A store directory is held by one process at a time (an ``fcntl``
+lock beside it), so two Python workers never open the same RocksDB.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fcntl
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import TracebackType
+from typing import IO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .entries import (
+    StoreError,
+    decode_entry,
+    encode_entries,
+    encode_entry,
+    value_before,
+    values_before,
+)
+from .files import StoreFiles, StoreLayout
+from .rocks import RocksStore
+
+__all__ = ["StoreError", "StoreSession"]
+
+
+class StoreSession:
+    """One task's use of one (store, partition) during one batch.
+
+    >>> with StoreSession(layout, "counts", 0, batch_id=7) as store:    # doctest: +SKIP
+    ...     old = store.get_and_put([b"k"], [b"v"])
+    """
+
+    def __init__(self, layout: StoreLayout, store: str, partition: int, batch_id: int) -> None:
+        self.layout = layout
+        self.store = store
+        self.partition = partition
+        self.batch_id = batch_id
+        self._files = StoreFiles(layout, store, partition)
+        self._db: RocksStore | None = None
+        self._lock: IO[str] | None = None
+        self._pending: dict[bytes, bytes] = {}  # user key -> entry written by this batch
+        self._pending_sorted: list[bytes] | None = None  # its keys in order, for prefix reads
+        self._fetched: dict[bytes, bytes | None] = {}  # user key -> entry as read from RocksDB
+        # The batch's writes made by :meth:`get_and_put_all` (keys, entries; null drops).
+        self._bulk: tuple[pa.Array, pa.Array] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> StoreSession:
+        lock_path = self.layout.lock_file(self.store, self.partition)
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = open(lock_path, "a+")  # noqa: SIM115 - held until __exit__
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        try:
+            self._db = self._open_current()
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        committed = False
+        try:
+            if exc_type is None:
+                self.commit()
+                committed = True
+        finally:
+            db, self._db = self._db, None
+            try:
+                if db is not None:
+                    db.close(compact=committed)
+            finally:
+                self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+    def _open_current(self) -> RocksStore:
+        """Open the database, rebuilt to cover every batch before this one."""
+        db_dir = self.layout.db_dir(self.store, self.partition)
+        changelogs = self._files.changelogs()
+        if db_dir.exists():
+            db = RocksStore(db_dir)
+            last = db.last_batch()
+            if last > self.batch_id:
+                db.close()
+                raise StoreError(
+                    f"store {self.store}/{self.partition} holds batch {last}, ahead of batch {self.batch_id}"
+                )
+            # Changelogs up to a snapshot are deleted; a store older than the newest
+            # usable snapshot may miss some, so it is rebuilt from that snapshot.
+            if not any(last < b < self.batch_id for b in self._files.snapshots()):
+                self._files.replay(db, changelogs, after=last, before=self.batch_id)
+                return db
+            db.close()
+        return self._files.restore(changelogs, self.batch_id)
+
+    # ---------------------------------------------------------------------- reads
+    def _entries(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        """Current entries (this batch's writes first), with one multi-get for the keys
+        not read before in this session."""
+        assert self._db is not None, "store session is not open"
+        self._check_not_bulk()
+        fetched = self._fetched
+        missing = [k for k in keys if k not in fetched and k not in self._pending]
+        if missing:
+            fetched.update(zip(missing, self._db.get(missing), strict=True))
+        pending = self._pending
+        return [(pending[k] or None) if k in pending else fetched[k] for k in keys]
+
+    def get_before(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        """Values as they were before this batch (what a replay must read)."""
+        return [value_before(e, self.batch_id) for e in self._entries(keys)]
+
+    def get(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        """Current values, including what this batch has written so far."""
+        out = []
+        for entry in self._entries(keys):
+            if entry is None:
+                out.append(None)
+                continue
+            written, value, _ = decode_entry(entry)
+            if written > self.batch_id:
+                raise StoreError(f"store entry written by batch {written} is ahead of batch {self.batch_id}")
+            out.append(value)
+        return out
+
+    def prefix_items(self, prefix: bytes, *, before: bool = False) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of every live key starting with ``prefix``, in key order; with
+        ``before=True`` as they were before this batch."""
+        assert self._db is not None
+        self._check_not_bulk()
+        if self._pending_sorted is None:
+            self._pending_sorted = sorted(self._pending)
+        start = bisect.bisect_left(self._pending_sorted, prefix)
+        pending = [
+            (k, self._pending[k])
+            for k in itertools.takewhile(lambda k: k.startswith(prefix), self._pending_sorted[start:])
+        ]
+        stored = self._db.items(prefix)
+        for key, entry in _merge_sorted(stored, pending, stop=lambda k: not k.startswith(prefix)):
+            value = value_before(entry, self.batch_id) if before else decode_entry(entry)[1]
+            if value is not None:
+                yield key, value
+
+    def prefix_scan_before(self, prefixes: Sequence[bytes]) -> tuple[np.ndarray, pa.Array, pa.Array]:
+        """Every key under each of ``prefixes`` with its value before this batch, as
+        arrays: the index of the key's prefix, the key without its prefix and the value
+        (keys without a value before this batch are left out). The walk over RocksDB is
+        the only per-key Python; entries are decoded with array operations. Reads what
+        RocksDB holds, so it must come before this session's writes."""
+        assert self._db is not None, "store session is not open"
+        self._check_not_bulk()
+        if self._pending:
+            raise StoreError("prefix_scan_before must come before the session's writes")
+        owner, suffixes, entries = self._db.scan(prefixes)
+        if not len(entries):
+            return owner, suffixes, entries
+        values = values_before(entries, self.batch_id)
+        live = pc.is_valid(values)
+        return owner[live.to_numpy(zero_copy_only=False)], suffixes.filter(live), values.filter(live)
+
+    # --------------------------------------------------------------------- writes
+    def put(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
+        """Write values (``None`` deletes) as this batch's writes."""
+        self._write(keys, self._entries(keys), values)
+
+    def get_and_put(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> list[bytes | None]:
+        """The vectorized primitive: values before this batch, then write the new ones,
+        with one multi-get. Keys must be distinct (deduplicate by the ordering key first)."""
+        return self._write(keys, self._entries(keys), values)
+
+    def get_before_all(self, keys: pa.Array) -> pa.Array:
+        """:meth:`get_before` over an Arrow array, decoded with array operations. Reads
+        what RocksDB holds, so it must come before the session's writes; it may precede
+        :meth:`get_and_put_all`."""
+        assert self._db is not None, "store session is not open"
+        self._check_not_bulk()
+        if self._pending:
+            raise StoreError("get_before_all must come before the session's writes")
+        if not len(keys):
+            return pa.array([], pa.binary())
+        # Read in key order (RocksDB reads sorted keys faster), answer in the keys' order.
+        order = pc.sort_indices(keys)
+        found = values_before(self._db.get_all(keys.cast(pa.binary()).take(order)), self.batch_id)
+        back = np.empty(len(order), np.int64)
+        back[order.to_numpy()] = np.arange(len(order))
+        return found.take(pa.array(back))
+
+    def _check_not_bulk(self) -> None:
+        if self._bulk is not None:
+            raise StoreError("get_and_put_all must be the only access of a store session")
+
+    def get_and_put_all(self, keys: pa.Array, values: pa.Array) -> pa.Array:
+        """:meth:`get_and_put` over Arrow arrays, for a task that writes the store once
+        per batch (no other call in the session but :meth:`get_before_all` and
+        :meth:`prefix_scan_before` before it): entries are decoded and built with array
+        operations, not per key in Python. Keys must be distinct."""
+        assert self._db is not None, "store session is not open"
+        self._check_not_bulk()
+        if self._pending or self._fetched:
+            raise StoreError("get_and_put_all must be the only access of a store session")
+        entries = self._db.get_all(keys)
+        before = values_before(entries, self.batch_id)
+        self._put_bulk(keys, values, before, stored=pc.is_valid(entries))
+        return before
+
+    def put_all(self, keys: pa.Array, values: pa.Array, before: pa.Array) -> None:
+        """The session's one write, when the caller already knows every key's value
+        before this batch (read with :meth:`get_before_all`, or implied by another
+        store's): :meth:`get_and_put_all` without reading the keys again. Keys must be
+        distinct.
+
+        >>> with StoreSession(layout, "left", 0, batch_id=7) as store:    # doctest: +SKIP
+        ...     before = store.get_before_all(keys)
+        ...     store.put_all(keys, values, before)
+        """
+        assert self._db is not None, "store session is not open"
+        self._check_not_bulk()
+        if self._pending or self._fetched:
+            raise StoreError("put_all must be the only write of a store session")
+        self._put_bulk(keys, values, before, stored=None)
+
+    def _put_bulk(self, keys: pa.Array, values: pa.Array, before: pa.Array, stored: pa.Array | None) -> None:
+        """The entries :meth:`commit` writes: each new value with the value before it. A
+        key with nothing before and nothing now has no entry: one stored by an earlier
+        run of this batch is deleted (``stored``: which keys RocksDB holds an entry for;
+        None when unknown, then every such key is deleted)."""
+        written = encode_entries(self.batch_id, values, before)
+        empty = pc.and_(pc.is_null(values), pc.is_null(before))
+        entries = pc.if_else(empty, pa.scalar(None, pa.binary()), written)
+        if stored is not None:
+            keep = pc.invert(pc.and_(empty, pc.invert(stored)))
+            keys, entries = keys.filter(keep), entries.filter(keep)
+        self._bulk = (keys, entries)
+
+    def _write(
+        self, keys: Sequence[bytes], entries: Sequence[bytes | None], values: Sequence[bytes | None]
+    ) -> list[bytes | None]:
+        batch_id = self.batch_id
+        pending = self._pending
+        self._pending_sorted = None
+        before: list[bytes | None] = []
+        for key, entry, value in zip(keys, entries, values, strict=True):
+            prev = value_before(entry, batch_id)
+            before.append(prev)
+            if value is None and prev is None:
+                if entry is not None:
+                    pending[key] = b""  # nothing before this batch: drop the entry
+                continue
+            pending[key] = encode_entry(batch_id, value, prev)
+        return before
+
+    def commit(self) -> None:
+        """Changelog file first, then one RocksDB write batch; snapshot when due."""
+        assert self._db is not None
+        if self._bulk is not None:
+            keys, entries = self._bulk
+            self._bulk = None
+            if len(keys):
+                self._write_batch(keys.cast(pa.binary()), entries)
+        elif self._pending:
+            keys = list(self._pending)
+            self._write_batch(
+                pa.array(keys, pa.binary()), pa.array([self._pending[k] or None for k in keys], pa.binary())
+            )
+        self._pending.clear()
+        self._fetched.clear()
+
+    def _write_batch(self, keys: pa.Array, entries: pa.Array) -> None:
+        """Write ``entries`` under ``keys`` (a null entry deletes) as this batch's
+        changelog file, then to RocksDB in one write batch."""
+        assert self._db is not None
+        self._files.write_changelog(self.batch_id, keys, entries)
+        self._db.write(keys, entries, self.batch_id)
+        self._files.snapshot_if_due(self._db, self.batch_id)
+
+
+def _merge_sorted(
+    stored: Iterable[tuple[bytes, bytes]], pending: Iterable[tuple[bytes, bytes]], stop: Callable[[bytes], bool]
+) -> Iterator[tuple[bytes, bytes]]:
+    """Merge RocksDB's sorted (key, entry) stream with this batch's pending writes;
+    pending wins; an empty pending entry is a dropped key."""
+    pending = list(pending)
+    i = 0
+    for key, entry in stored:
+        if stop(key):
+            break
+        while i < len(pending) and pending[i][0] < key:
+            if pending[i][1]:
+                yield pending[i]
+            i += 1
+        if i < len(pending) and pending[i][0] == key:
+            if pending[i][1]:
+                yield pending[i]
+            i += 1
+            continue
+        yield key, entry
+    for key, entry in pending[i:]:
+        if entry:
+            yield key, entry
