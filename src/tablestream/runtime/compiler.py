@@ -122,7 +122,7 @@ class BatchRunner:
         self.partitions = partitions
         topics: list[str] = []
         for node in topology.sources:
-            for topic in getattr(node, "topics", None) or (node.topic,):
+            for topic in node.topics:
                 if topic not in topics:
                     topics.append(topic)
         self.topics = tuple(topics)
@@ -200,7 +200,7 @@ class BatchRunner:
         if isinstance(node, _STAGE_NODES):
             uses = 1 if getattr(node, "queryable", False) else 0
         else:
-            uses = 1 if getattr(node, "store", None) else 0  # a materialized stateless table
+            uses = 1 if getattr(node, "queryable", False) else 0  # a materialized stateless table
         for child in self.topology.nodes:
             if name not in child.parents:
                 continue
@@ -220,7 +220,7 @@ class BatchRunner:
         checks = {}
         for node in self.topology.sources:
             key_format, value_format = _source_formats(node)
-            topics = getattr(node, "topics", None) or (node.topic,)
+            topics = node.topics
             invalid = key_format.decode_checked(F.col("key")).failed | value_format.decode_checked(F.col("value")).failed
             if not isinstance(node, sources.StreamSource):
                 invalid = invalid | F.col("key").isNull()
@@ -243,7 +243,7 @@ class BatchRunner:
         return self._positions.valid(node.name, rows).select(*columns), key_format, value_format
 
     def _decode_columns(self, node, key_format: Format, value_format: Format):
-        topics = getattr(node, "topics", None) or (node.topic,)
+        topics = node.topics
         src = (
             F.array_position(F.array(*[F.lit(t) for t in self.topics]), F.col("topic")).cast("int")
             - 1
@@ -384,7 +384,7 @@ class BatchRunner:
     visit_GlobalTableSource = visit_TableSource
 
     def _apply_timestamp(self, node, df: DataFrame, key_format, value_format) -> DataFrame:
-        if node.timestamp_extractor is None:
+        if getattr(node, "timestamp_extractor", None) is None:
             return df
         raise UnsupportedNodeError(f"{node.name}: timestamp extractors are not supported yet")
 
@@ -625,7 +625,7 @@ class BatchRunner:
         )
 
     def _table_result(self, node, frame: Frame) -> Frame:
-        if getattr(node, "store", None):
+        if getattr(node, "queryable", False):
             self._out.tables[node.store] = frame
         return frame
 
@@ -1310,7 +1310,7 @@ class BatchRunner:
         if isinstance(node, stateless.Repartition):
             upstream = self._input_partitions(node.parent)
             return node.topic, node.partitions or upstream[1]
-        topics = getattr(node, "topics", None) or ((node.topic,) if hasattr(node, "topic") else ())
+        topics = getattr(node, "topics", ())
         if topics and isinstance(node, (sources.StreamSource, sources.TableSource, sources.GlobalTableSource)):
             return topics[0], max(self.topic_partitions.get(t, 1) for t in topics)
         return self._input_partitions(node.parents[0])
