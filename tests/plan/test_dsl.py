@@ -23,6 +23,7 @@ from tablestream.plan import (
     FlatMap,
     FlatMapValues,
     GlobalTableSource,
+    InvalidArgumentError,
     KeyValueExpr,
     Map,
     MapValues,
@@ -81,28 +82,41 @@ def test_stream(builder):
         value_format="avro",
         key_schema="BIGINT",
         value_schema="id BIGINT, amount DOUBLE",
-        timestamp_extractor="value.ts",
     )
     assert isinstance(stream, KStream)
     assert stream.node == StreamSource(
-        SRC, ("orders",), "JSON", "AVRO", "BIGINT", "id BIGINT, amount DOUBLE", SqlExpr("value.ts")
+        name=SRC,
+        topics=("orders",),
+        key_format="JSON",
+        value_format="AVRO",
+        key_schema="BIGINT",
+        value_schema="id BIGINT, amount DOUBLE",
     )
     assert not stream.repartition_required
 
 
 def test_stream_of_several_topics_with_defaults(builder):
     assert builder.stream(["a", "b"]).node == StreamSource(
-        SRC, ("a", "b"), "KAFKA", "JSON", None, None, None
+        name=SRC,
+        topics=("a", "b"),
+        key_format="KAFKA",
+        value_format="JSON",
+        key_schema=None,
+        value_schema=None,
     )
 
 
-def test_stream_with_callable_timestamp_extractor_and_name(builder):
-    extract = lambda key, value: value["ts"]  # noqa: E731
-    stream = builder.stream("orders", timestamp_extractor=extract, name="orders-source")
-    assert stream.node.timestamp_extractor == ref(
-        "orders-source.timestamp_extractor", 2, "<lambda>(key, value)"
+@pytest.mark.parametrize("method", ["stream", "table", "global_table"])
+@pytest.mark.parametrize("extractor", ["value.ts", lambda key, value: value["ts"]])
+def test_timestamp_extractor_is_refused(builder, method, extractor):
+    with pytest.raises(InvalidArgumentError) as error:
+        getattr(builder, method)("orders", timestamp_extractor=extractor, name="orders-source")
+    assert str(error.value) == (
+        f"StreamsBuilder.{method}(): timestamp extractors are not supported yet; leave "
+        "timestamp_extractor out to use the timestamps the records were written with"
     )
-    assert builder.build().functions == {"orders-source.timestamp_extractor": extract}
+    assert builder.build().nodes == ()
+    assert builder.build().functions == {}
 
 
 def test_stream_schema_from_struct_type(builder):
@@ -116,16 +130,15 @@ def test_table(builder):
     table = builder.table("users", value_schema="name STRING")
     assert isinstance(table, KTable)
     assert table.node == TableSource(
-        "KTABLE-SOURCE-0000000002",
-        "KSTREAM-SOURCE-0000000001",
-        "users",
-        "users-STATE-STORE-0000000000",
-        False,
-        "KAFKA",
-        "JSON",
-        None,
-        "name STRING",
-        None,
+        name="KTABLE-SOURCE-0000000002",
+        source_name="KSTREAM-SOURCE-0000000001",
+        topics=("users",),
+        store="users-STATE-STORE-0000000000",
+        queryable=False,
+        key_format="KAFKA",
+        value_format="JSON",
+        key_schema=None,
+        value_schema="name STRING",
     )
     assert table.queryable_store_name is None
     assert builder.build().stores == ()  # not materialized unless needed, as in Kafka
@@ -133,7 +146,13 @@ def test_table(builder):
 
 def test_table_materialized_and_named(builder):
     table = builder.table("users", materialized_as="users-store", name="users")
-    assert table.node == TableSource("users", "users-source", "users", "users-store", True)
+    assert table.node == TableSource(
+        name="users",
+        source_name="users-source",
+        topics=("users",),
+        store="users-store",
+        queryable=True,
+    )
     assert table.queryable_store_name == "users-store"
     assert builder.build().stores == (Store("users-store", "table", "users", True),)
 
@@ -142,10 +161,10 @@ def test_global_table(builder):
     table = builder.global_table("countries")
     assert isinstance(table, GlobalKTable)
     assert table.node == GlobalTableSource(
-        "KTABLE-SOURCE-0000000002",
-        "KSTREAM-SOURCE-0000000001",
-        "countries",
-        "countries-STATE-STORE-0000000000",
+        name="KTABLE-SOURCE-0000000002",
+        source_name="KSTREAM-SOURCE-0000000001",
+        topics=("countries",),
+        store="countries-STATE-STORE-0000000000",
     )
     assert table.queryable_store_name is None
     assert builder.build().stores == (
@@ -158,7 +177,7 @@ def test_global_table(builder):
 
 def test_filter_sql(orders):
     assert orders.filter("amount > 10").node == Filter(
-        "KSTREAM-FILTER-0000000001", SRC, SqlExpr("amount > 10"), False
+        name="KSTREAM-FILTER-0000000001", parent=SRC, predicate=SqlExpr("amount > 10"), negate=False
     )
 
 
@@ -166,7 +185,10 @@ def test_filter_callable_named(builder, orders):
     predicate = lambda k, v: v > 1  # noqa: E731
     stream = orders.filter(predicate, name="positive")
     assert stream.node == Filter(
-        "positive", SRC, ref("positive.predicate", 2, "<lambda>(k, v)"), False
+        name="positive",
+        parent=SRC,
+        predicate=ref("positive.predicate", 2, "<lambda>(k, v)"),
+        negate=False,
     )
     assert builder.build().resolve(stream.node.predicate) is predicate
 
@@ -182,15 +204,15 @@ def test_filter_column(builder, orders):
 
 def test_filter_not(orders):
     assert orders.filter_not("amount > 10").node == Filter(
-        "KSTREAM-FILTER-0000000001", SRC, SqlExpr("amount > 10"), True
+        name="KSTREAM-FILTER-0000000001", parent=SRC, predicate=SqlExpr("amount > 10"), negate=True
     )
 
 
 def test_map_values_by_arity(orders):
     assert orders.map_values(lambda v: v).node == MapValues(
-        "KSTREAM-MAPVALUES-0000000001",
-        SRC,
-        ref("KSTREAM-MAPVALUES-0000000001.mapper", 1, "<lambda>(v)"),
+        name="KSTREAM-MAPVALUES-0000000001",
+        parent=SRC,
+        mapper=ref("KSTREAM-MAPVALUES-0000000001.mapper", 1, "<lambda>(v)"),
     )
     assert orders.map_values(lambda k, v: v).node.mapper.arity == 2
     assert orders.map_values("amount * 2").node.mapper == SqlExpr("amount * 2")
@@ -199,7 +221,9 @@ def test_map_values_by_arity(orders):
 def test_map_with_callable(orders):
     stream = orders.map(lambda k, v: (v, k))
     assert stream.node == Map(
-        "KSTREAM-MAP-0000000001", SRC, ref("KSTREAM-MAP-0000000001.mapper", 2, "<lambda>(k, v)")
+        name="KSTREAM-MAP-0000000001",
+        parent=SRC,
+        mapper=ref("KSTREAM-MAP-0000000001.mapper", 2, "<lambda>(k, v)"),
     )
     assert stream.repartition_required
 
@@ -208,9 +232,9 @@ def test_map_with_expression_pair(builder, orders):
     column = FakeColumn("amount")
     stream = orders.map(("customer", column))
     assert stream.node == Map(
-        "KSTREAM-MAP-0000000001",
-        SRC,
-        KeyValueExpr(
+        name="KSTREAM-MAP-0000000001",
+        parent=SRC,
+        mapper=KeyValueExpr(
             SqlExpr("customer"),
             ref("KSTREAM-MAP-0000000001.mapper.value", None, "Column<'amount'>", kind="column"),
         ),
@@ -221,9 +245,9 @@ def test_map_with_expression_pair(builder, orders):
 def test_flat_map(orders):
     stream = orders.flat_map(lambda k, v: [(k, v)])
     assert stream.node == FlatMap(
-        "KSTREAM-FLATMAP-0000000001",
-        SRC,
-        ref("KSTREAM-FLATMAP-0000000001.mapper", 2, "<lambda>(k, v)"),
+        name="KSTREAM-FLATMAP-0000000001",
+        parent=SRC,
+        mapper=ref("KSTREAM-FLATMAP-0000000001.mapper", 2, "<lambda>(k, v)"),
     )
     assert stream.repartition_required
 
@@ -231,14 +255,16 @@ def test_flat_map(orders):
 def test_flat_map_values(orders):
     stream = orders.flat_map_values("split(value, ',')")
     assert stream.node == FlatMapValues(
-        "KSTREAM-FLATMAPVALUES-0000000001", SRC, SqlExpr("split(value, ',')")
+        name="KSTREAM-FLATMAPVALUES-0000000001", parent=SRC, mapper=SqlExpr("split(value, ',')")
     )
     assert not stream.repartition_required
 
 
 def test_select_key(orders):
     stream = orders.select_key("customer")
-    assert stream.node == SelectKey("KSTREAM-KEY-SELECT-0000000001", SRC, SqlExpr("customer"))
+    assert stream.node == SelectKey(
+        name="KSTREAM-KEY-SELECT-0000000001", parent=SRC, selector=SqlExpr("customer")
+    )
     assert stream.repartition_required
 
 
@@ -246,14 +272,16 @@ def test_peek(orders):
     action = print
     stream = orders.peek(lambda k, v: action(k, v))
     assert stream.node == Peek(
-        "KSTREAM-PEEK-0000000001", SRC, ref("KSTREAM-PEEK-0000000001.action", 2, "<lambda>(k, v)")
+        name="KSTREAM-PEEK-0000000001",
+        parent=SRC,
+        action=ref("KSTREAM-PEEK-0000000001.action", 2, "<lambda>(k, v)"),
     )
 
 
 def test_merge(builder, orders):
     other = builder.stream("returns")
     merged = orders.merge(other, name="all")
-    assert merged.node == Merge("all", (SRC, "KSTREAM-SOURCE-0000000001"))
+    assert merged.node == Merge(name="all", parents=(SRC, "KSTREAM-SOURCE-0000000001"))
 
 
 def test_split_branch_default(orders):
@@ -266,11 +294,15 @@ def test_split_branch_default(orders):
     big = SqlExpr("amount > 100")
     negative = ref(f"{split}-neg.predicate", 2, "<lambda>(k, v)")
     assert {name: stream.node for name, stream in branches.items()} == {
-        f"{split}1": Branch(f"{split}1", split, big, ()),
-        f"{split}-neg": Branch(f"{split}-neg", split, negative, (big,)),
-        f"{split}0": Branch(f"{split}0", split, None, (big, negative)),
+        f"{split}1": Branch(name=f"{split}1", parent=split, predicate=big, preceding=()),
+        f"{split}-neg": Branch(
+            name=f"{split}-neg", parent=split, predicate=negative, preceding=(big,)
+        ),
+        f"{split}0": Branch(
+            name=f"{split}0", parent=split, predicate=None, preceding=(big, negative)
+        ),
     }
-    assert orders.plan.node(split) == Split(split, SRC)
+    assert orders.plan.node(split) == Split(name=split, parent=SRC)
 
 
 def test_split_without_default_branch(builder, orders):
@@ -282,26 +314,26 @@ def test_split_without_default_branch(builder, orders):
 def test_explicit_repartition(orders):
     stream = orders.select_key("k").repartition(name="rekeyed", partitions=6)
     assert stream.node == Repartition(
-        "rekeyed-repartition-source",
-        "KSTREAM-KEY-SELECT-0000000001",
-        "rekeyed-repartition",
-        "rekeyed-repartition-sink",
-        "rekeyed-repartition-filter",
-        6,
-        True,
+        name="rekeyed-repartition-source",
+        parent="KSTREAM-KEY-SELECT-0000000001",
+        topic="rekeyed-repartition",
+        sink_name="rekeyed-repartition-sink",
+        filter_name="rekeyed-repartition-filter",
+        partitions=6,
+        explicit=True,
     )
     assert not stream.repartition_required
 
 
 def test_explicit_repartition_generated_names(orders):
     assert orders.repartition().node == Repartition(
-        "KSTREAM-SOURCE-0000000004",
-        SRC,
-        "KSTREAM-REPARTITION-0000000001-repartition",
-        "KSTREAM-SINK-0000000002",
-        "KSTREAM-FILTER-0000000003",
-        None,
-        True,
+        name="KSTREAM-SOURCE-0000000004",
+        parent=SRC,
+        topic="KSTREAM-REPARTITION-0000000001-repartition",
+        sink_name="KSTREAM-SINK-0000000002",
+        filter_name="KSTREAM-FILTER-0000000003",
+        partitions=None,
+        explicit=True,
     )
 
 
@@ -309,7 +341,10 @@ def test_to_table(builder, orders):
     table = orders.to_table()
     assert isinstance(table, KTable)
     assert table.node == ToTable(
-        "KSTREAM-TOTABLE-0000000001", SRC, "KSTREAM-TOTABLE-STATE-STORE-0000000002", False
+        name="KSTREAM-TOTABLE-0000000001",
+        parent=SRC,
+        store="KSTREAM-TOTABLE-STATE-STORE-0000000002",
+        queryable=False,
     )
     assert builder.build().stores == ()
 
@@ -317,7 +352,15 @@ def test_to_table(builder, orders):
 def test_to(builder, orders):
     assert orders.to("out", key_format="kafka", value_format="json", value_schema="a INT") is None
     assert builder.build().sinks == (
-        ToTopic("KSTREAM-SINK-0000000001", SRC, "out", "KAFKA", "JSON", None, "a INT"),
+        ToTopic(
+            name="KSTREAM-SINK-0000000001",
+            parent=SRC,
+            topic="out",
+            key_format="KAFKA",
+            value_format="JSON",
+            key_schema=None,
+            value_schema="a INT",
+        ),
     )
 
 
@@ -331,7 +374,9 @@ def test_group_by_key_adds_no_node(builder, orders):
 def test_group_by_adds_a_key_select(builder, orders):
     grouped = orders.group_by("customer", name="by-customer")
     assert grouped.repartition_required
-    assert builder.build().nodes[-1] == SelectKey("by-customer", SRC, SqlExpr("customer"))
+    assert builder.build().nodes[-1] == SelectKey(
+        name="by-customer", parent=SRC, selector=SqlExpr("customer")
+    )
 
 
 # --- KGroupedStream -------------------------------------------------------------------------
@@ -340,11 +385,11 @@ def test_group_by_adds_a_key_select(builder, orders):
 def test_stream_count(builder, orders):
     table = orders.group_by_key().count()
     assert table.node == Count(
-        "KSTREAM-AGGREGATE-0000000002",
-        SRC,
-        "stream",
-        "KSTREAM-AGGREGATE-STATE-STORE-0000000001",
-        False,
+        name="KSTREAM-AGGREGATE-0000000002",
+        parent=SRC,
+        input_kind="stream",
+        store="KSTREAM-AGGREGATE-STATE-STORE-0000000001",
+        queryable=False,
     )
     assert builder.build().stores == (
         Store(
@@ -361,21 +406,26 @@ def test_stream_reduce(orders):
         lambda agg, v: agg + v, name="total", materialized_as="totals"
     )
     assert table.node == Reduce(
-        "total", SRC, "stream", "totals", True, ref("total.adder", 2, "<lambda>(agg, v)")
+        name="total",
+        parent=SRC,
+        input_kind="stream",
+        store="totals",
+        queryable=True,
+        adder=ref("total.adder", 2, "<lambda>(agg, v)"),
     )
     assert table.queryable_store_name == "totals"
 
 
 def test_stream_aggregate(orders):
-    table = orders.group_by_key().aggregate("0", "aggregate + amount")
+    table = orders.group_by_key().aggregate(lambda: 0, lambda k, v, agg: agg + v["amount"])
     assert table.node == Aggregate(
-        "KSTREAM-AGGREGATE-0000000002",
-        SRC,
-        "stream",
-        "KSTREAM-AGGREGATE-STATE-STORE-0000000001",
-        False,
-        SqlExpr("0"),
-        SqlExpr("aggregate + amount"),
+        name="KSTREAM-AGGREGATE-0000000002",
+        parent=SRC,
+        input_kind="stream",
+        store="KSTREAM-AGGREGATE-STATE-STORE-0000000001",
+        queryable=False,
+        initializer=ref("KSTREAM-AGGREGATE-0000000002.initializer", 0, "<lambda>()"),
+        adder=ref("KSTREAM-AGGREGATE-0000000002.adder", 3, "<lambda>(k, v, agg)"),
     )
 
 
@@ -396,12 +446,12 @@ def test_stream_aggregate_with_source_key(orders):
 def test_stream_builtins(orders, function, node_class):
     table = getattr(orders.group_by_key(), function)("amount")
     assert table.node == node_class(
-        "KSTREAM-AGGREGATE-0000000002",
-        SRC,
-        "stream",
-        "KSTREAM-AGGREGATE-STATE-STORE-0000000001",
-        False,
-        SqlExpr("amount"),
+        name="KSTREAM-AGGREGATE-0000000002",
+        parent=SRC,
+        input_kind="stream",
+        store="KSTREAM-AGGREGATE-STATE-STORE-0000000001",
+        queryable=False,
+        column=SqlExpr("amount"),
     )
 
 
@@ -410,11 +460,11 @@ def test_stream_aggregation_after_group_by_reads_a_repartition(builder, orders):
     assert table.node.parent == "KSTREAM-SOURCE-0000000006"
     assert builder.build().repartitions == (
         Repartition(
-            "KSTREAM-SOURCE-0000000006",
-            "KSTREAM-KEY-SELECT-0000000001",
-            "KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition",
-            "KSTREAM-SINK-0000000004",
-            "KSTREAM-FILTER-0000000005",
+            name="KSTREAM-SOURCE-0000000006",
+            parent="KSTREAM-KEY-SELECT-0000000001",
+            topic="KSTREAM-AGGREGATE-STATE-STORE-0000000002-repartition",
+            sink_name="KSTREAM-SINK-0000000004",
+            filter_name="KSTREAM-FILTER-0000000005",
         ),
     )
 
@@ -426,7 +476,7 @@ TSRC = "KTABLE-SOURCE-0000000002"
 
 def test_table_filter(users):
     assert users.filter("age >= 18").node == TableFilter(
-        "KTABLE-FILTER-0000000003", TSRC, SqlExpr("age >= 18")
+        name="KTABLE-FILTER-0000000003", parent=TSRC, predicate=SqlExpr("age >= 18")
     )
 
 
@@ -435,7 +485,12 @@ def test_table_filter_not_materialized(builder, users):
         lambda k, v: v is None, materialized_as="present", name="present-users"
     )
     assert table.node == TableFilter(
-        "present-users", TSRC, ref("present-users.predicate", 2, "<lambda>(k, v)"), True, "present"
+        name="present-users",
+        parent=TSRC,
+        predicate=ref("present-users.predicate", 2, "<lambda>(k, v)"),
+        negate=True,
+        store="present",
+        queryable=True,
     )
     assert table.queryable_store_name == "present"
     assert builder.build().stores == (Store("present", "table", "present-users", True),)
@@ -443,23 +498,29 @@ def test_table_filter_not_materialized(builder, users):
 
 def test_table_map_values(users):
     assert users.map_values(lambda v: v).node == TableMapValues(
-        "KTABLE-MAPVALUES-0000000003",
-        TSRC,
-        ref("KTABLE-MAPVALUES-0000000003.mapper", 1, "<lambda>(v)"),
+        name="KTABLE-MAPVALUES-0000000003",
+        parent=TSRC,
+        mapper=ref("KTABLE-MAPVALUES-0000000003.mapper", 1, "<lambda>(v)"),
     )
 
 
 def test_table_to_stream(users):
     stream = users.to_stream()
-    assert stream.node == ToStream("KTABLE-TOSTREAM-0000000003", TSRC)
+    assert stream.node == ToStream(name="KTABLE-TOSTREAM-0000000003", parent=TSRC)
     assert not stream.repartition_required
 
 
 def test_table_to(builder, users):
     users.to("users-out", value_format="avro", name="users-sink")
     assert builder.build().nodes[-2:] == (
-        ToStream("KTABLE-TOSTREAM-0000000003", TSRC),
-        ToTopic("users-sink", "KTABLE-TOSTREAM-0000000003", "users-out", None, "AVRO"),
+        ToStream(name="KTABLE-TOSTREAM-0000000003", parent=TSRC),
+        ToTopic(
+            name="users-sink",
+            parent="KTABLE-TOSTREAM-0000000003",
+            topic="users-out",
+            key_format=None,
+            value_format="AVRO",
+        ),
     )
 
 
@@ -467,7 +528,9 @@ def test_table_group_by(builder, users):
     grouped = users.group_by(("region", "value"))
     assert isinstance(grouped, KGroupedTable)
     assert builder.build().nodes[-1] == TableGroupBy(
-        "KTABLE-SELECT-0000000003", TSRC, KeyValueExpr(SqlExpr("region"), SqlExpr("value"))
+        name="KTABLE-SELECT-0000000003",
+        parent=TSRC,
+        mapper=KeyValueExpr(SqlExpr("region"), SqlExpr("value")),
     )
 
 
@@ -479,18 +542,18 @@ def test_table_count(builder, users):
     topology = builder.build()
     assert topology.nodes[-2:] == (
         Repartition(
-            "KSTREAM-SOURCE-0000000006",
-            "KTABLE-SELECT-0000000003",
-            "KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition",
-            "KSTREAM-SINK-0000000005",
-            None,
+            name="KSTREAM-SOURCE-0000000006",
+            parent="KTABLE-SELECT-0000000003",
+            topic="KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition",
+            sink_name="KSTREAM-SINK-0000000005",
+            filter_name=None,
         ),
         Count(
-            "KTABLE-AGGREGATE-0000000007",
-            "KSTREAM-SOURCE-0000000006",
-            "table",
-            "KTABLE-AGGREGATE-STATE-STORE-0000000004",
-            False,
+            name="KTABLE-AGGREGATE-0000000007",
+            parent="KSTREAM-SOURCE-0000000006",
+            input_kind="table",
+            store="KTABLE-AGGREGATE-STATE-STORE-0000000004",
+            queryable=False,
         ),
     )
     assert table.node == topology.nodes[-1]
@@ -508,13 +571,13 @@ def test_table_count(builder, users):
 def test_table_reduce(users):
     node = users.group_by(lambda k, v: (v, k)).reduce(lambda a, v: a + v, lambda a, v: a - v).node
     assert node == Reduce(
-        "KTABLE-REDUCE-0000000007",
-        "KSTREAM-SOURCE-0000000006",
-        "table",
-        "KTABLE-AGGREGATE-STATE-STORE-0000000004",
-        False,
-        ref("KTABLE-REDUCE-0000000007.adder", 2, "<lambda>(a, v)"),
-        ref("KTABLE-REDUCE-0000000007.subtractor", 2, "<lambda>(a, v)"),
+        name="KTABLE-REDUCE-0000000007",
+        parent="KSTREAM-SOURCE-0000000006",
+        input_kind="table",
+        store="KTABLE-AGGREGATE-STATE-STORE-0000000004",
+        queryable=False,
+        adder=ref("KTABLE-REDUCE-0000000007.adder", 2, "<lambda>(a, v)"),
+        subtractor=ref("KTABLE-REDUCE-0000000007.subtractor", 2, "<lambda>(a, v)"),
     )
 
 
@@ -531,14 +594,14 @@ def test_table_aggregate(users):
         .node
     )
     assert node == Aggregate(
-        "n",
-        "n-source",
-        "table",
-        "counts",
-        True,
-        ref("n.initializer", 0, "<lambda>()"),
-        ref("n.adder", 3, "<lambda>(k, v, agg)"),
-        ref("n.subtractor", 4, "<lambda>(k, v, agg, source)"),
+        name="n",
+        parent="n-source",
+        input_kind="table",
+        store="counts",
+        queryable=True,
+        initializer=ref("n.initializer", 0, "<lambda>()"),
+        adder=ref("n.adder", 3, "<lambda>(k, v, agg)"),
+        subtractor=ref("n.subtractor", 4, "<lambda>(k, v, agg, source)"),
     )
 
 
@@ -549,12 +612,12 @@ def test_table_builtins(users, function, node_class):
     column = FakeColumn("amount")
     node = getattr(users.group_by(("customer", "value")), function)(column).node
     assert node == node_class(
-        "KTABLE-AGGREGATE-0000000007",
-        "KSTREAM-SOURCE-0000000006",
-        "table",
-        "KTABLE-AGGREGATE-STATE-STORE-0000000004",
-        False,
-        ref("KTABLE-AGGREGATE-0000000007.column", None, "Column<'amount'>", kind="column"),
+        name="KTABLE-AGGREGATE-0000000007",
+        parent="KSTREAM-SOURCE-0000000006",
+        input_kind="table",
+        store="KTABLE-AGGREGATE-STATE-STORE-0000000004",
+        queryable=False,
+        column=ref("KTABLE-AGGREGATE-0000000007.column", None, "Column<'amount'>", kind="column"),
     )
 
 

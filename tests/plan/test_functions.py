@@ -172,6 +172,75 @@ def test_action_must_be_callable(stream):
     )
 
 
+FOLD_HINT = (
+    "reduce and aggregate take Python callables; for a SQL expression or a Spark Column "
+    "use count(), sum(), avg(), min() or max()"
+)
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (
+            lambda s, x: s.group_by_key().reduce(x),
+            "KGroupedStream.reduce(): reducer must be a callable "
+            "(aggregate, value) -> new aggregate",
+        ),
+        (
+            lambda s, x: s.group_by_key().aggregate(x, lambda k, v, a: a),
+            "KGroupedStream.aggregate(): initializer must be a callable () -> initial aggregate",
+        ),
+        (
+            lambda s, x: s.group_by_key().aggregate(lambda: 0, x),
+            "KGroupedStream.aggregate(): aggregator must be a callable "
+            "(key, value, aggregate[, source_key]) -> new aggregate",
+        ),
+        (
+            lambda s, x: s.to_table().group_by(lambda k, v: (k, v)).reduce(x, lambda a, v: a),
+            "KGroupedTable.reduce(): adder must be a callable (aggregate, value) -> new aggregate",
+        ),
+        (
+            lambda s, x: s.to_table().group_by(lambda k, v: (k, v)).reduce(lambda a, v: a, x),
+            "KGroupedTable.reduce(): subtractor must be a callable "
+            "(aggregate, old value) -> new aggregate",
+        ),
+        (
+            lambda s, x: (
+                s.to_table()
+                .group_by(lambda k, v: (k, v))
+                .aggregate(x, lambda k, v, a: a, lambda k, v, a: a)
+            ),
+            "KGroupedTable.aggregate(): initializer must be a callable () -> initial aggregate",
+        ),
+        (
+            lambda s, x: (
+                s.to_table()
+                .group_by(lambda k, v: (k, v))
+                .aggregate(lambda: 0, x, lambda k, v, a: a)
+            ),
+            "KGroupedTable.aggregate(): adder must be a callable "
+            "(key, value, aggregate[, source_key]) -> new aggregate",
+        ),
+        (
+            lambda s, x: (
+                s.to_table()
+                .group_by(lambda k, v: (k, v))
+                .aggregate(lambda: 0, lambda k, v, a: a, x)
+            ),
+            "KGroupedTable.aggregate(): subtractor must be a callable "
+            "(key, value, aggregate[, source_key]) -> new aggregate",
+        ),
+    ],
+)
+def test_reduce_and_aggregate_refuse_sql_and_columns(stream, call, expected):
+    assert message(InvalidTypeError, lambda: call(stream, "aggregate + 1")) == (
+        f"{expected}; got a str ({FOLD_HINT})"
+    )
+    assert message(InvalidTypeError, lambda: call(stream, FakeColumn("x"))) == (
+        f"{expected}; got a Spark Column ({FOLD_HINT})"
+    )
+
+
 def test_builtin_aggregate_column_is_sql_or_column(stream):
     assert message(InvalidTypeError, lambda: stream.group_by_key().sum(lambda v: v)) == (
         "KGroupedStream.sum(): column must be a SQL expression (str) or a Spark Column; got function"

@@ -393,12 +393,25 @@ def test_repartition_topic_naming_unoptimized_topology():
     # marked, so it is repartitioned first, then the join's processors.
     repartitioned = plan.repartition(left.name, "joined-stream-left")
     join = ExprRef("join", "callable", 2, "join")
-    plan.add(Peek("joined-stream-this-windowed", repartitioned.name, join))
-    plan.add(Peek("joined-stream-other-windowed", count_stream.name, join))
-    plan.add(Peek("joined-stream-this-join", "joined-stream-this-windowed", join))
-    plan.add(Peek("joined-stream-other-join", "joined-stream-other-windowed", join))
-    plan.add(Merge("joined-stream-merge", ("joined-stream-this-join", "joined-stream-other-join")))
-    plan.add(ToTopic("KSTREAM-SINK-0000000038", "joined-stream-merge", "outputTopicForJoin"))
+    plan.add(Peek(name="joined-stream-this-windowed", parent=repartitioned.name, action=join))
+    plan.add(Peek(name="joined-stream-other-windowed", parent=count_stream.name, action=join))
+    plan.add(
+        Peek(name="joined-stream-this-join", parent="joined-stream-this-windowed", action=join)
+    )
+    plan.add(
+        Peek(name="joined-stream-other-join", parent="joined-stream-other-windowed", action=join)
+    )
+    plan.add(
+        Merge(
+            name="joined-stream-merge",
+            parents=("joined-stream-this-join", "joined-stream-other-join"),
+        )
+    )
+    plan.add(
+        ToTopic(
+            name="KSTREAM-SINK-0000000038", parent="joined-stream-merge", topic="outputTopicForJoin"
+        )
+    )
     built = builder.build()
     join_stores = (
         Store(

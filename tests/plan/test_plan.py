@@ -14,6 +14,7 @@ from tablestream.plan import (
     Count,
     ExprRef,
     Filter,
+    GlobalTableSource,
     InvalidArgumentError,
     InvalidExpressionError,
     KeyValueExpr,
@@ -24,8 +25,11 @@ from tablestream.plan import (
     SqlExpr,
     Store,
     StreamSource,
+    TableFilter,
+    TableSource,
     Topology,
     TopologyError,
+    ToTable,
     ToTopic,
 )
 
@@ -81,35 +85,79 @@ def test_expressions_print():
 
 
 def test_nodes_are_frozen_and_hashable():
-    node = Filter("f", "s", SqlExpr("a"))
+    node = Filter(name="f", parent="s", predicate=SqlExpr("a"))
     with pytest.raises(AttributeError):
         node.name = "g"  # type: ignore[misc]
-    assert {node, Filter("f", "s", SqlExpr("a"))} == {node}
+    assert {node, Filter(name="f", parent="s", predicate=SqlExpr("a"))} == {node}
     assert node.parents == ("s",)
-    assert Merge("m", ("a", "b")).parents == ("a", "b")
-    assert StreamSource("s", ("t",)).parents == ()
+    assert Merge(name="m", parents=("a", "b")).parents == ("a", "b")
+    assert StreamSource(name="s", topics=("t",)).parents == ()
 
 
 def test_node_checks():
     with pytest.raises(InvalidArgumentError, match="a merge needs at least two parents"):
-        Merge("m", ("a",))
+        Merge(name="m", parents=("a",))
     with pytest.raises(InvalidArgumentError, match="a stream source needs at least one topic"):
-        StreamSource("s", ())
+        StreamSource(name="s", topics=())
     with pytest.raises(InvalidArgumentError, match="Unknown value format 'XML'"):
-        StreamSource("s", ("t",), value_format="XML")
+        StreamSource(name="s", topics=("t",), value_format="XML")
     with pytest.raises(InvalidArgumentError, match="input_kind must be 'stream' or 'table'"):
-        Count("c", "p", "grouped", "store", False)  # type: ignore[arg-type]
+        Count(name="c", parent="p", input_kind="grouped", store="store", queryable=False)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="c: a table aggregation needs a subtractor"):
-        Reduce("c", "p", "table", "store", False, SqlExpr("aggregate + value"))
+        Reduce(
+            name="c",
+            parent="p",
+            input_kind="table",
+            store="store",
+            queryable=False,
+            adder=SqlExpr("aggregate + value"),
+        )
     with pytest.raises(InvalidArgumentError, match="c: a stream aggregation has no subtractor"):
-        Aggregate("c", "p", "stream", "store", False, SqlExpr("0"), SqlExpr("a"), SqlExpr("b"))
+        Aggregate(
+            name="c",
+            parent="p",
+            input_kind="stream",
+            store="store",
+            queryable=False,
+            initializer=SqlExpr("0"),
+            adder=SqlExpr("a"),
+            subtractor=SqlExpr("b"),
+        )
     with pytest.raises(InvalidArgumentError, match="partitions must be a positive int, got 0"):
-        Repartition("r", "p", "t", "s", None, 0)
+        Repartition(name="r", parent="p", topic="t", sink_name="s", filter_name=None, partitions=0)
+
+
+def test_table_nodes_name_their_store_and_topic():
+    def plain(**fields):
+        return TableFilter(name="f", parent="t", predicate=SqlExpr("a"), **fields)
+
+    assert plain().store is None and not plain().queryable
+    assert plain(store="s", queryable=True).queryable
+    with pytest.raises(InvalidArgumentError) as error:
+        plain(queryable=True)
+    assert str(error.value) == "f: a queryable table needs a store name"
+    with pytest.raises(InvalidArgumentError) as error:
+        ToTable(name="t", parent="s")
+    assert str(error.value) == "t: ToTable needs a store name"
+    with pytest.raises(InvalidArgumentError) as error:
+        TableSource(name="t", source_name="s", topics=("a", "b"), store="st")
+    assert str(error.value) == "t: a table is read from exactly one topic, got ['a', 'b']"
+    with pytest.raises(InvalidArgumentError) as error:
+        GlobalTableSource(name="t", source_name="s", topics="a", store="st")
+    assert str(error.value) == "t: topics must be a tuple of topic names"
+    with pytest.raises(TypeError):
+        StreamSource("s", ("t",))  # type: ignore[misc]
 
 
 def test_formats_are_upper_cased():
-    assert StreamSource("s", ("t",), "json", "avro").key_format == "JSON"
-    assert ToTopic("k", "p", "t", value_format="delimited").value_format == "DELIMITED"
+    assert (
+        StreamSource(name="s", topics=("t",), key_format="json", value_format="avro").key_format
+        == "JSON"
+    )
+    assert (
+        ToTopic(name="k", parent="p", topic="t", value_format="delimited").value_format
+        == "DELIMITED"
+    )
 
 
 # --- builder and topology --------------------------------------------------------------------
@@ -118,16 +166,16 @@ def test_formats_are_upper_cased():
 def test_parents_must_exist():
     plan = PlanBuilder()
     with pytest.raises(TopologyError) as error:
-        plan.add(Filter("f", "missing", SqlExpr("a")))
+        plan.add(Filter(name="f", parent="missing", predicate=SqlExpr("a")))
     assert str(error.value) == "Invalid topology: Parent processor missing of f is not added yet."
 
 
 def test_topology_checks_its_nodes_and_stores():
-    source = StreamSource("s", ("t",))
+    source = StreamSource(name="s", topics=("t",))
     with pytest.raises(TopologyError, match="Processor s is already added."):
         Topology((source, source))
     with pytest.raises(TopologyError, match="Parent processor x of f is not added yet."):
-        Topology((Filter("f", "x", SqlExpr("a")),))
+        Topology((Filter(name="f", parent="x", predicate=SqlExpr("a")),))
     with pytest.raises(TopologyError, match="StateStore st is used by unknown processor nobody."):
         Topology((source,), (Store("st", "table", "nobody", False),))
 
@@ -139,7 +187,7 @@ def test_topology_lookups():
     orders.map_values("b").group_by_key().count(materialized_as="counts")
     topology = builder.build()
     assert topology.node("KSTREAM-FILTER-0000000001") == Filter(
-        "KSTREAM-FILTER-0000000001", "KSTREAM-SOURCE-0000000000", SqlExpr("a")
+        name="KSTREAM-FILTER-0000000001", parent="KSTREAM-SOURCE-0000000000", predicate=SqlExpr("a")
     )
     assert [n.name for n in topology.children("KSTREAM-SOURCE-0000000000")] == [
         "KSTREAM-FILTER-0000000001",

@@ -65,19 +65,19 @@ def test_group_by_key_on_a_marked_stream_repartitions_once_before_the_aggregatio
     topology = builder.build()
     assert topology.repartitions == (
         Repartition(
-            "KSTREAM-SOURCE-0000000007",
-            "KSTREAM-FILTER-0000000002",
-            "KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition",
-            "KSTREAM-SINK-0000000005",
-            "KSTREAM-FILTER-0000000006",
+            name="KSTREAM-SOURCE-0000000007",
+            parent="KSTREAM-FILTER-0000000002",
+            topic="KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition",
+            sink_name="KSTREAM-SINK-0000000005",
+            filter_name="KSTREAM-FILTER-0000000006",
         ),
     )
     assert topology.nodes[-1] == Count(
-        "KSTREAM-AGGREGATE-0000000004",
-        "KSTREAM-SOURCE-0000000007",
-        "stream",
-        "KSTREAM-AGGREGATE-STATE-STORE-0000000003",
-        False,
+        name="KSTREAM-AGGREGATE-0000000004",
+        parent="KSTREAM-SOURCE-0000000007",
+        input_kind="stream",
+        store="KSTREAM-AGGREGATE-STATE-STORE-0000000003",
+        queryable=False,
     )
 
 
@@ -107,18 +107,18 @@ def test_to_table_on_a_marked_stream_repartitions_by_its_name():
     table = builder.stream("orders").select_key("id").to_table(name="orders-by-id")
     assert builder.build().repartitions == (
         Repartition(
-            "orders-by-id-repartition-source",
-            "KSTREAM-KEY-SELECT-0000000001",
-            "orders-by-id-repartition",
-            "orders-by-id-repartition-sink",
-            "orders-by-id-repartition-filter",
+            name="orders-by-id-repartition-source",
+            parent="KSTREAM-KEY-SELECT-0000000001",
+            topic="orders-by-id-repartition",
+            sink_name="orders-by-id-repartition-sink",
+            filter_name="orders-by-id-repartition-filter",
         ),
     )
     assert table.node == ToTable(
-        "orders-by-id",
-        "orders-by-id-repartition-source",
-        "KSTREAM-TOTABLE-STATE-STORE-0000000003",
-        False,
+        name="orders-by-id",
+        parent="orders-by-id-repartition-source",
+        store="KSTREAM-TOTABLE-STATE-STORE-0000000003",
+        queryable=False,
     )
 
 

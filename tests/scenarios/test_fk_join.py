@@ -416,7 +416,7 @@ def test_right_table_kept_by_the_join(spark, right_store, strategy):
         driver.create_input_topic(RIGHT).pipe_input(1, "foo", 1)
         driver.create_input_topic(LEFT).pipe_input("k", fk(1), 2)
         stores = sorted(p.name for p in driver.layout.local_dir.iterdir())
-    left_store = next(n.store for n in built.sources if n.topic == LEFT)
+    left_store = next(n.store for n in built.sources if n.topics == (LEFT,))
     subscriptions = next(n.subscriptions for n in built.nodes if hasattr(n, "subscriptions"))
     left_copy = f"{subscriptions}-LEFT" if strategy == "replicated" else left_store
     assert stores == sorted([left_copy, subscriptions, f"{subscriptions}-RIGHT", *([right_store] if right_store else [])])

@@ -5,14 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tablestream.dsl import functions as fn
 from tablestream.dsl._common import check_format, check_name, check_topic, schema_text
 from tablestream.dsl.kstream import KStream
 from tablestream.dsl.ktable import GlobalKTable, KTable
 from tablestream.plan import naming
 from tablestream.plan.builder import PlanBuilder
 from tablestream.plan.errors import InvalidArgumentError, InvalidTypeError
-from tablestream.plan.expr import Expr
 from tablestream.plan.sources import GlobalTableSource, StreamSource, TableSource
 from tablestream.plan.topology import Topology
 
@@ -63,20 +61,29 @@ class StreamsBuilder:
         Formats are ksqlDB names (``KAFKA``, ``JSON``, ``AVRO``, ``DELIMITED``, ...);
         schemas are ksqlDB column lists (``"id BIGINT, name STRING"``; for a ``KAFKA`` key
         a single type such as ``"BIGINT"``) or pyspark ``StructType`` s. Without a value
-        schema a JSON value is kept as JSON text. ``timestamp_extractor`` (SQL, a Column
-        or a callable ``(key, value) -> epoch ms``) replaces the record timestamps.
-        Reading the same topics twice gives the same source, as in Kafka Streams.
+        schema a JSON value is kept as JSON text. Records keep the timestamps they were
+        written with; ``timestamp_extractor`` is refused (not supported yet). Reading the
+        same topics twice gives the same source, as in Kafka Streams.
 
         >>> builder = StreamsBuilder()
         >>> builder.stream(["clicks-eu", "clicks-us"], value_format="json").node
-        StreamSource(name='KSTREAM-SOURCE-0000000000', topics=('clicks-eu', 'clicks-us'), key_format='KAFKA', value_format='JSON', key_schema=None, value_schema=None, timestamp_extractor=None)
+        StreamSource(name='KSTREAM-SOURCE-0000000000', topics=('clicks-eu', 'clicks-us'), key_format='KAFKA', value_format='JSON', key_schema=None, value_schema=None)
         """
         method = "StreamsBuilder.stream()"
         topic_list = self._topics(topics, method)
-        formats = self._formats(method, key_format, value_format, key_schema, value_schema)
-        extractor = self._prepare_extractor(timestamp_extractor, method)
+        key, value, key_text, value_text = self._formats(
+            method, key_format, value_format, key_schema, value_schema
+        )
+        self._refuse_extractor(timestamp_extractor, method)
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_SOURCE)
-        node = StreamSource(node_name, topic_list, *formats, self._bind(extractor, node_name))
+        node = StreamSource(
+            name=node_name,
+            topics=topic_list,
+            key_format=key,
+            value_format=value,
+            key_schema=key_text,
+            value_schema=value_text,
+        )
         return KStream(self._plan, self._plan.add_stream_source(node).name)
 
     def table(
@@ -192,8 +199,10 @@ class StreamsBuilder:
     ) -> str:
         # StreamsBuilder.table / globalTable: store name, then source, then processor.
         check_topic(topic, method)
-        formats = self._formats(method, key_format, value_format, key_schema, value_schema)
-        extractor = self._prepare_extractor(timestamp_extractor, method)
+        key, value, key_text, value_text = self._formats(
+            method, key_format, value_format, key_schema, value_schema
+        )
+        self._refuse_extractor(timestamp_extractor, method)
         given = check_name(name, method)
         store = check_name(materialized_as, method, "store name")
         if store is None:
@@ -205,13 +214,15 @@ class StreamsBuilder:
         )
         node_name = names.or_generate(given, naming.KTABLE_SOURCE)
         node = node_class(
-            node_name,
-            source_name,
-            topic,
-            store,
-            materialized_as is not None,
-            *formats,
-            self._bind(extractor, node_name),
+            name=node_name,
+            source_name=source_name,
+            topics=(topic,),
+            store=store,
+            queryable=materialized_as is not None,
+            key_format=key,
+            value_format=value,
+            key_schema=key_text,
+            value_schema=value_text,
         )
         return self._plan.add(node).name
 
@@ -247,12 +258,9 @@ class StreamsBuilder:
         )
 
     @staticmethod
-    def _prepare_extractor(extractor: Any, method: str) -> fn.Prepared | None:
-        return None if extractor is None else fn.prepare(extractor, fn.TIMESTAMP_EXTRACTOR, method)
-
-    def _bind(self, extractor: fn.Prepared | None, node_name: str) -> Expr | None:
-        return (
-            None
-            if extractor is None
-            else extractor.bind(self._plan, f"{node_name}.timestamp_extractor")
-        )
+    def _refuse_extractor(extractor: Any, method: str) -> None:
+        if extractor is not None:
+            raise InvalidArgumentError(
+                f"{method}: timestamp extractors are not supported yet; leave "
+                "timestamp_extractor out to use the timestamps the records were written with"
+            )

@@ -38,7 +38,6 @@ __all__ = [
     "REDUCE_SUBTRACTOR",
     "ROLES",
     "SUBTRACTOR",
-    "TIMESTAMP_EXTRACTOR",
     "VALUE_MAPPER",
     "Prepared",
     "Role",
@@ -57,6 +56,7 @@ class Role:
     arities: tuple[int, ...]
     sql: bool = True  # SQL text and Spark Columns accepted
     python: bool = True  # callables accepted
+    hint: str = ""  # what to use instead of a refused SQL text or Spark Column
 
     def accepts(self) -> str:
         kinds = []
@@ -74,18 +74,44 @@ FLAT_MAPPER = Role("flat mapper", "(key, value) -> iterable of (key, value)", (2
 FLAT_VALUE_MAPPER = Role("value mapper", "(value) or (key, value) -> iterable of values", (1, 2))
 KEY_SELECTOR = Role("key selector", "(key, value) -> new key", (2,))
 ACTION = Role("action", "(key, value) -> None", (2,), sql=False)
-INITIALIZER = Role("initializer", "() -> initial aggregate", (0,))
-AGGREGATOR = Role("aggregator", "(key, value, aggregate[, source_key]) -> new aggregate", (3, 4))
-ADDER = Role("adder", "(key, value, aggregate[, source_key]) -> new aggregate", (3, 4))
-SUBTRACTOR = Role("subtractor", "(key, value, aggregate[, source_key]) -> new aggregate", (3, 4))
-REDUCER = Role("reducer", "(aggregate, value) -> new aggregate", (2,))
-REDUCE_ADDER = Role("adder", "(aggregate, value) -> new aggregate", (2,))
-REDUCE_SUBTRACTOR = Role("subtractor", "(aggregate, old value) -> new aggregate", (2,))
+# reduce and aggregate run Python callables only.
+_FOLD_HINT = (
+    "reduce and aggregate take Python callables; for a SQL expression or a Spark Column "
+    "use count(), sum(), avg(), min() or max()"
+)
+INITIALIZER = Role("initializer", "() -> initial aggregate", (0,), sql=False, hint=_FOLD_HINT)
+AGGREGATOR = Role(
+    "aggregator",
+    "(key, value, aggregate[, source_key]) -> new aggregate",
+    (3, 4),
+    sql=False,
+    hint=_FOLD_HINT,
+)
+ADDER = Role(
+    "adder",
+    "(key, value, aggregate[, source_key]) -> new aggregate",
+    (3, 4),
+    sql=False,
+    hint=_FOLD_HINT,
+)
+SUBTRACTOR = Role(
+    "subtractor",
+    "(key, value, aggregate[, source_key]) -> new aggregate",
+    (3, 4),
+    sql=False,
+    hint=_FOLD_HINT,
+)
+REDUCER = Role("reducer", "(aggregate, value) -> new aggregate", (2,), sql=False, hint=_FOLD_HINT)
+REDUCE_ADDER = Role(
+    "adder", "(aggregate, value) -> new aggregate", (2,), sql=False, hint=_FOLD_HINT
+)
+REDUCE_SUBTRACTOR = Role(
+    "subtractor", "(aggregate, old value) -> new aggregate", (2,), sql=False, hint=_FOLD_HINT
+)
 JOINER = Role("joiner", "(left value, right value) -> joined value", (2,))
 FOREIGN_KEY_EXTRACTOR = Role(
     "foreign-key extractor", "(value) or (key, value) -> foreign key", (1, 2)
 )
-TIMESTAMP_EXTRACTOR = Role("timestamp extractor", "(key, value) -> epoch milliseconds", (2,))
 COLUMN = Role("column", "", (), python=False)
 
 ROLES = (
@@ -105,7 +131,6 @@ ROLES = (
     REDUCE_SUBTRACTOR,
     JOINER,
     FOREIGN_KEY_EXTRACTOR,
-    TIMESTAMP_EXTRACTOR,
     COLUMN,
 )
 
@@ -161,9 +186,12 @@ def prepare(value: Any, role: Role, method: str) -> Prepared:
     """Validate ``value`` as an argument of ``method`` playing ``role``."""
     if value is None:
         raise InvalidTypeError(f"{method}: {role.name} can't be None")
+    hint = f" ({role.hint})" if role.hint else ""
     if isinstance(value, str):
         if not role.sql:
-            raise InvalidTypeError(f"{method}: {role.name} must be {role.accepts()}; got a str")
+            raise InvalidTypeError(
+                f"{method}: {role.name} must be {role.accepts()}; got a str{hint}"
+            )
         try:
             return Prepared(sql=SqlExpr(value))
         except InvalidExpressionError as error:
@@ -171,7 +199,7 @@ def prepare(value: Any, role: Role, method: str) -> Prepared:
     if is_spark_column(value):
         if not role.sql:
             raise InvalidTypeError(
-                f"{method}: {role.name} must be {role.accepts()}; got a Spark Column"
+                f"{method}: {role.name} must be {role.accepts()}; got a Spark Column{hint}"
             )
         return Prepared(obj=value, kind="column", description=_column_description(value))
     if callable(value) and role.python:

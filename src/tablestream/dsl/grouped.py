@@ -58,7 +58,7 @@ class _Grouped:
             name,
             materialized_as,
             self._AGGREGATE,
-            lambda n, p, s, q: Count(n, p, kind, s, q),
+            lambda n, p, s, q: Count(name=n, parent=p, input_kind=kind, store=s, queryable=q),
         )
 
     def sum(
@@ -108,7 +108,12 @@ class _Grouped:
             materialized_as,
             self._AGGREGATE,
             lambda n, p, s, q: node_class(
-                n, p, kind, s, q, prepared.bind(self._plan, f"{n}.column")
+                name=n,
+                parent=p,
+                input_kind=kind,
+                store=s,
+                queryable=q,
+                column=prepared.bind(self._plan, f"{n}.column"),
             ),
         )
 
@@ -201,7 +206,12 @@ class KGroupedStream(_Grouped):
             materialized_as,
             naming.KSTREAM_REDUCE,
             lambda n, p, s, q: Reduce(
-                n, p, "stream", s, q, prepared.bind(self._plan, f"{n}.adder")
+                name=n,
+                parent=p,
+                input_kind="stream",
+                store=s,
+                queryable=q,
+                adder=prepared.bind(self._plan, f"{n}.adder"),
             ),
         )
 
@@ -215,8 +225,9 @@ class KGroupedStream(_Grouped):
     ) -> ktable.KTable:
         """Fold each key's records into an aggregate: ``initializer()`` starts it,
         ``aggregator(key, value, aggregate)`` adds a record (a fourth parameter, if
-        declared, receives the record's key before grouping). SQL expressions may be used
-        too (columns ``key``, ``value`` fields and ``aggregate``).
+        declared, receives the record's key before grouping). Both are Python callables;
+        for SQL expressions or Spark Columns use :meth:`count`, :meth:`sum`, :meth:`avg`,
+        :meth:`min` or :meth:`max`.
 
         >>> from tablestream.dsl import StreamsBuilder
         >>> t = StreamsBuilder().stream("orders").group_by_key().aggregate(
@@ -233,13 +244,13 @@ class KGroupedStream(_Grouped):
             materialized_as,
             naming.KSTREAM_AGGREGATE,
             lambda n, p, s, q: Aggregate(
-                n,
-                p,
-                "stream",
-                s,
-                q,
-                init.bind(self._plan, f"{n}.initializer"),
-                adder.bind(self._plan, f"{n}.adder"),
+                name=n,
+                parent=p,
+                input_kind="stream",
+                store=s,
+                queryable=q,
+                initializer=init.bind(self._plan, f"{n}.initializer"),
+                adder=adder.bind(self._plan, f"{n}.adder"),
             ),
         )
 
@@ -343,13 +354,13 @@ class KGroupedTable(_Grouped):
             materialized_as,
             naming.KTABLE_REDUCE,
             lambda n, p, s, q: Reduce(
-                n,
-                p,
-                "table",
-                s,
-                q,
-                add.bind(self._plan, f"{n}.adder"),
-                sub.bind(self._plan, f"{n}.subtractor"),
+                name=n,
+                parent=p,
+                input_kind="table",
+                store=s,
+                queryable=q,
+                adder=add.bind(self._plan, f"{n}.adder"),
+                subtractor=sub.bind(self._plan, f"{n}.subtractor"),
             ),
         )
 
@@ -385,14 +396,14 @@ class KGroupedTable(_Grouped):
             materialized_as,
             naming.KTABLE_AGGREGATE,
             lambda n, p, s, q: Aggregate(
-                n,
-                p,
-                "table",
-                s,
-                q,
-                init.bind(self._plan, f"{n}.initializer"),
-                add.bind(self._plan, f"{n}.adder"),
-                sub.bind(self._plan, f"{n}.subtractor"),
+                name=n,
+                parent=p,
+                input_kind="table",
+                store=s,
+                queryable=q,
+                initializer=init.bind(self._plan, f"{n}.initializer"),
+                adder=add.bind(self._plan, f"{n}.adder"),
+                subtractor=sub.bind(self._plan, f"{n}.subtractor"),
             ),
         )
 
@@ -419,7 +430,11 @@ class KGroupedTable(_Grouped):
                 (self._grouping_name or store) + naming.REPARTITION_TOPIC_SUFFIX,
                 "Repartition topic name",
             )
-            self._plan.add(Repartition(source, self._parent, topic, sink, None))
+            self._plan.add(
+                Repartition(
+                    name=source, parent=self._parent, topic=topic, sink_name=sink, filter_name=None
+                )
+            )
             self._repartition = source
         node = make(node_name, self._repartition, store, materialized_as is not None)
         self._plan.add(node)

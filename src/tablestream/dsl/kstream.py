@@ -133,7 +133,12 @@ class KStream(PlanFacade):
         prepared = fn.prepare(predicate, fn.PREDICATE, method)
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_FILTER)
         return self._derive(
-            Filter(node_name, self._name, self._bind(prepared, node_name, "predicate"), negate)
+            Filter(
+                name=node_name,
+                parent=self._name,
+                predicate=self._bind(prepared, node_name, "predicate"),
+                negate=negate,
+            )
         )
 
     def map_values(self, mapper: Any, *, name: str | None = None) -> KStream:
@@ -151,7 +156,9 @@ class KStream(PlanFacade):
         prepared = fn.prepare(mapper, fn.VALUE_MAPPER, method)
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_MAPVALUES)
         return self._derive(
-            MapValues(node_name, self._name, self._bind(prepared, node_name, "mapper"))
+            MapValues(
+                name=node_name, parent=self._name, mapper=self._bind(prepared, node_name, "mapper")
+            )
         )
 
     def map(self, mapper: Any, *, name: str | None = None) -> KStream:
@@ -172,7 +179,9 @@ class KStream(PlanFacade):
         prepared = fn.prepare_key_value(mapper, fn.KEY_VALUE_MAPPER, method)
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_MAP)
         bound = prepared.bind(self._plan, f"{node_name}.mapper")
-        return self._derive(Map(node_name, self._name, bound), repartition_required=True)
+        return self._derive(
+            Map(name=node_name, parent=self._name, mapper=bound), repartition_required=True
+        )
 
     def flat_map(self, mapper: Any, *, name: str | None = None) -> KStream:
         """Zero or more records per record, each with its own key; the result is marked for
@@ -190,7 +199,9 @@ class KStream(PlanFacade):
         method = "KStream.flat_map()"
         prepared = fn.prepare(mapper, fn.FLAT_MAPPER, method)
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_FLATMAP)
-        node = FlatMap(node_name, self._name, self._bind(prepared, node_name, "mapper"))
+        node = FlatMap(
+            name=node_name, parent=self._name, mapper=self._bind(prepared, node_name, "mapper")
+        )
         return self._derive(node, repartition_required=True)
 
     def flat_map_values(self, mapper: Any, *, name: str | None = None) -> KStream:
@@ -209,7 +220,9 @@ class KStream(PlanFacade):
             check_name(name, method), naming.KSTREAM_FLATMAPVALUES
         )
         return self._derive(
-            FlatMapValues(node_name, self._name, self._bind(prepared, node_name, "mapper"))
+            FlatMapValues(
+                name=node_name, parent=self._name, mapper=self._bind(prepared, node_name, "mapper")
+            )
         )
 
     def select_key(self, selector: Any, *, name: str | None = None) -> KStream:
@@ -227,7 +240,9 @@ class KStream(PlanFacade):
         node_name = self._plan.names.or_generate(
             check_name(name, method), naming.KSTREAM_KEY_SELECT
         )
-        node = SelectKey(node_name, self._name, self._bind(prepared, node_name, "selector"))
+        node = SelectKey(
+            name=node_name, parent=self._name, selector=self._bind(prepared, node_name, "selector")
+        )
         return self._derive(node, repartition_required=True)
 
     def peek(self, action: Any, *, name: str | None = None) -> KStream:
@@ -243,7 +258,11 @@ class KStream(PlanFacade):
         method = "KStream.peek()"
         prepared = fn.prepare(action, fn.ACTION, method)
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_PEEK)
-        return self._derive(Peek(node_name, self._name, self._bind(prepared, node_name, "action")))
+        return self._derive(
+            Peek(
+                name=node_name, parent=self._name, action=self._bind(prepared, node_name, "action")
+            )
+        )
 
     def merge(self, other: KStream, *, name: str | None = None) -> KStream:
         """The records of this stream and ``other`` as one stream, in no order across the
@@ -264,7 +283,9 @@ class KStream(PlanFacade):
             raise InvalidArgumentError(f"{method}: stream belongs to another StreamsBuilder")
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_MERGE)
         mark = self._repartition_required or other.repartition_required
-        return self._derive(Merge(node_name, (self._name, other.name)), repartition_required=mark)
+        return self._derive(
+            Merge(name=node_name, parents=(self._name, other.name)), repartition_required=mark
+        )
 
     def split(self, *, name: str | None = None) -> BranchedKStream:
         """Split the stream into branches: each record goes to the first branch whose
@@ -285,7 +306,7 @@ class KStream(PlanFacade):
         """
         method = "KStream.split()"
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_BRANCH)
-        self._plan.add(Split(node_name, self._name))
+        self._plan.add(Split(name=node_name, parent=self._name))
         return BranchedKStream(self._plan, node_name, self._repartition_required)
 
     def repartition(self, *, name: str | None = None, partitions: int | None = None) -> KStream:
@@ -339,7 +360,9 @@ class KStream(PlanFacade):
             store = self._plan.names.new_store_name(naming.KSTREAM_TOTABLE)
         self._plan.claim_store(store)
         parent = self._repartitioned(node_name)
-        node = ToTable(node_name, parent, store, materialized_as is not None)
+        node = ToTable(
+            name=node_name, parent=parent, store=store, queryable=materialized_as is not None
+        )
         self._plan.add(node)
         return ktable.KTable(self._plan, node_name)
 
@@ -372,7 +395,11 @@ class KStream(PlanFacade):
         given = check_name(name, method)
         node_name = self._plan.names.or_generate(given, naming.KSTREAM_KEY_SELECT)
         self._plan.add(
-            SelectKey(node_name, self._name, self._bind(prepared, node_name, "selector"))
+            SelectKey(
+                name=node_name,
+                parent=self._name,
+                selector=self._bind(prepared, node_name, "selector"),
+            )
         )
         return grouped.KGroupedStream(self._plan, node_name, True, given)
 
@@ -443,8 +470,19 @@ class KStream(PlanFacade):
         if isinstance(table, ktable.GlobalKTable):
             if key_selector is None:
                 raise InvalidArgumentError(f"{method}: a GlobalKTable join needs a key_selector")
-            selector = self._bind(fn.prepare(key_selector, fn.KEY_SELECTOR, method), node_name, "key_selector")
-            self._plan.add(StreamGlobalTableJoin(node_name, self._name, table.name, selector, joiner_expr, kind))
+            selector = self._bind(
+                fn.prepare(key_selector, fn.KEY_SELECTOR, method), node_name, "key_selector"
+            )
+            self._plan.add(
+                StreamGlobalTableJoin(
+                    name=node_name,
+                    parent=self._name,
+                    table=table.name,
+                    key_selector=selector,
+                    joiner=joiner_expr,
+                    kind=kind,
+                )
+            )
             self._plan.add_store_reader(table.name, node_name)
             return KStream(self._plan, node_name, self._repartition_required)
         if key_selector is not None:
@@ -452,7 +490,16 @@ class KStream(PlanFacade):
         parent = self._name
         if self._repartition_required:
             parent = self._join_repartitioned(given if given is not None else self._name)
-        self._plan.add(StreamTableJoin(node_name, parent, table.name, joiner_expr, kind, bool(strict)))
+        self._plan.add(
+            StreamTableJoin(
+                name=node_name,
+                parent=parent,
+                table=table.name,
+                joiner=joiner_expr,
+                kind=kind,
+                strict=bool(strict),
+            )
+        )
         self._plan.add_store_reader(table.name, node_name)
         return KStream(self._plan, node_name, False)
 
@@ -485,14 +532,22 @@ class KStream(PlanFacade):
         """
         method = "KStream.to()"
         check_topic(topic, method)
-        formats = (
-            check_format(key_format, method, "key format", required=False),
-            check_format(value_format, method, "value format", required=False),
-            schema_text(key_schema, method, "key schema"),
-            schema_text(value_schema, method, "value schema"),
-        )
+        key = check_format(key_format, method, "key format", required=False)
+        value = check_format(value_format, method, "value format", required=False)
+        key_text = schema_text(key_schema, method, "key schema")
+        value_text = schema_text(value_schema, method, "value schema")
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_SINK)
-        self._plan.add(ToTopic(node_name, self._name, topic, *formats))
+        self._plan.add(
+            ToTopic(
+                name=node_name,
+                parent=self._name,
+                topic=topic,
+                key_format=key,
+                value_format=value,
+                key_schema=key_text,
+                value_schema=value_text,
+            )
+        )
 
 
 class BranchedKStream:
@@ -534,7 +589,14 @@ class BranchedKStream:
         prepared = fn.prepare(predicate, fn.PREDICATE, method)
         node_name = self._branch_name(name, len(self._predicates) + 1, method)
         bound = prepared.bind(self._plan, f"{node_name}.predicate")
-        self._add(Branch(node_name, self._name, bound, tuple(self._predicates)))
+        self._add(
+            Branch(
+                name=node_name,
+                parent=self._name,
+                predicate=bound,
+                preceding=tuple(self._predicates),
+            )
+        )
         self._predicates.append(bound)
         return self
 
@@ -550,7 +612,11 @@ class BranchedKStream:
         method = "BranchedKStream.default_branch()"
         self._check_open(method)
         node_name = self._branch_name(name, 0, method)
-        self._add(Branch(node_name, self._name, None, tuple(self._predicates)))
+        self._add(
+            Branch(
+                name=node_name, parent=self._name, predicate=None, preceding=tuple(self._predicates)
+            )
+        )
         self._closed = True
         return dict(self._branches)
 

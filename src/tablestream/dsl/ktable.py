@@ -19,6 +19,17 @@ if TYPE_CHECKING:
 
 __all__ = ["GlobalKTable", "KTable"]
 
+# The nodes a KTable can stand for.
+_TABLE_NODES = (
+    TableSource,
+    ToTable,
+    AggregateNode,
+    TableFilter,
+    TableMapValues,
+    TableTableJoin,
+    ForeignKeyJoin,
+)
+
 
 class KTable(PlanFacade):
     """A table: a changelog in which each record is an update of its key (an upsert), a
@@ -45,11 +56,8 @@ class KTable(PlanFacade):
     def queryable_store_name(self) -> str | None:
         """The store a user named for this table (``materialized_as``), else ``None``."""
         node = self.node
-        if isinstance(node, (TableFilter, TableMapValues, TableTableJoin, ForeignKeyJoin)):
-            return node.store
-        if isinstance(node, (TableSource, ToTable, AggregateNode)) and node.queryable:
-            return node.store
-        return None
+        assert isinstance(node, _TABLE_NODES)
+        return node.store if node.queryable else None
 
     def __repr__(self) -> str:
         return f"<KTable {self._name}>"
@@ -64,7 +72,7 @@ class KTable(PlanFacade):
 
         >>> from tablestream.dsl import StreamsBuilder
         >>> StreamsBuilder().table("users").filter("age >= 18").node
-        TableFilter(name='KTABLE-FILTER-0000000003', parent='KTABLE-SOURCE-0000000002', predicate=SqlExpr(sql='age >= 18'), negate=False, store=None)
+        TableFilter(name='KTABLE-FILTER-0000000003', parent='KTABLE-SOURCE-0000000002', predicate=SqlExpr(sql='age >= 18'), negate=False, store=None, queryable=False)
         """
         return self._filter(
             predicate, name, materialized_as, negate=False, method="KTable.filter()"
@@ -96,7 +104,16 @@ class KTable(PlanFacade):
         store = self._store(materialized_as, method)
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KTABLE_FILTER)
         predicate_expr = prepared.bind(self._plan, f"{node_name}.predicate")
-        return self._derive(TableFilter(node_name, self._name, predicate_expr, negate, store))
+        return self._derive(
+            TableFilter(
+                name=node_name,
+                parent=self._name,
+                predicate=predicate_expr,
+                negate=negate,
+                store=store,
+                queryable=store is not None,
+            )
+        )
 
     def map_values(
         self, mapper: Any, *, name: str | None = None, materialized_as: str | None = None
@@ -114,7 +131,15 @@ class KTable(PlanFacade):
         store = self._store(materialized_as, method)
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KTABLE_MAPVALUES)
         mapper_expr = prepared.bind(self._plan, f"{node_name}.mapper")
-        return self._derive(TableMapValues(node_name, self._name, mapper_expr, store))
+        return self._derive(
+            TableMapValues(
+                name=node_name,
+                parent=self._name,
+                mapper=mapper_expr,
+                store=store,
+                queryable=store is not None,
+            )
+        )
 
     def to_stream(self, *, name: str | None = None) -> kstream.KStream:
         """The table's changes as a stream: each update a record, each deletion a
@@ -126,7 +151,7 @@ class KTable(PlanFacade):
         """
         method = "KTable.to_stream()"
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KTABLE_TOSTREAM)
-        self._plan.add(ToStream(node_name, self._name))
+        self._plan.add(ToStream(name=node_name, parent=self._name))
         return kstream.KStream(self._plan, node_name, False)
 
     def group_by(self, mapper: Any, *, name: str | None = None) -> grouped.KGroupedTable:
@@ -146,7 +171,11 @@ class KTable(PlanFacade):
         given = check_name(name, method)
         node_name = self._plan.names.or_generate(given, naming.KTABLE_SELECT)
         self._plan.add(
-            TableGroupBy(node_name, self._name, prepared.bind(self._plan, f"{node_name}.mapper"))
+            TableGroupBy(
+                name=node_name,
+                parent=self._name,
+                mapper=prepared.bind(self._plan, f"{node_name}.mapper"),
+            )
         )
         self._plan.require_old_values(self._name)
         return grouped.KGroupedTable(self._plan, node_name, given)
@@ -271,10 +300,16 @@ class KTable(PlanFacade):
             )
             store = self._store(materialized_as, method)
             node = ForeignKeyJoin(
-                node_name, self._name, other.name,
-                extractor.bind(self._plan, f"{node_name}.foreign_key"),
-                prepared.bind(self._plan, f"{node_name}.joiner"),
-                kind, subscriptions, store, bool(replicate_right),
+                name=node_name,
+                left=self._name,
+                right=other.name,
+                foreign_key=extractor.bind(self._plan, f"{node_name}.foreign_key"),
+                joiner=prepared.bind(self._plan, f"{node_name}.joiner"),
+                kind=kind,
+                subscriptions=subscriptions,
+                store=store,
+                queryable=store is not None,
+                replicate_right=bool(replicate_right),
             )
             self._plan.add(node)
             self._plan.add_store_reader(self._name, node_name)
@@ -291,7 +326,19 @@ class KTable(PlanFacade):
         other_name = self._plan.names.suffix_or_generate(given, "-join-other", other_prefix)
         store = self._store(materialized_as, method)
         joiner_expr = prepared.bind(self._plan, f"{merge_name}.joiner")
-        self._plan.add(TableTableJoin(merge_name, self._name, other.name, joiner_expr, kind, this_name, other_name, store))
+        self._plan.add(
+            TableTableJoin(
+                name=merge_name,
+                left=self._name,
+                right=other.name,
+                joiner=joiner_expr,
+                kind=kind,
+                this_name=this_name,
+                other_name=other_name,
+                store=store,
+                queryable=store is not None,
+            )
+        )
         self._plan.add_store_reader(other.name, this_name)
         self._plan.add_store_reader(self._name, other_name)
         return KTable(self._plan, merge_name)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tablestream.plan.base import InputKind, UnaryNode, check_input_kind
+from tablestream.plan.base import InputKind, UnaryNode, check_input_kind, check_store
 from tablestream.plan.errors import InvalidArgumentError
 from tablestream.plan.expr import Expr, ExprRef, KeyValueExpr
 
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TableGroupBy(UnaryNode):
     """Re-key a table's rows for aggregation with a key-value mapper
     ``(key, value) -> (group key, value)`` (``KTABLE-SELECT-``). Each change becomes a
@@ -41,26 +41,27 @@ class TableGroupBy(UnaryNode):
     mapper: KeyValueExpr | ExprRef
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AggregateNode(UnaryNode):
     """An aggregation per group key into the store ``store``; its output is a table.
 
     ``queryable`` is set when the user named the store (``materialized_as``)."""
 
     input_kind: InputKind
-    store: str
-    queryable: bool
+    store: str | None = None
+    queryable: bool = False
 
     def __post_init__(self) -> None:
         check_input_kind(self.input_kind, self.name)
+        check_store(self, required=True)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Count(AggregateNode):
     """The number of records (stream) or rows (table) per group."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Reduce(AggregateNode):
     """Combine the values of a group with ``adder(aggregate, value)``; for a table,
     ``subtractor(aggregate, old value)`` removes a row (required for tables, ``None`` for
@@ -74,7 +75,7 @@ class Reduce(AggregateNode):
         _check_subtractor(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Aggregate(AggregateNode):
     """Fold a group from ``initializer()`` with ``adder(key, value, aggregate)`` (a stream's
     aggregator); a table also has ``subtractor(key, value, aggregate)``. Either may take a
@@ -89,28 +90,28 @@ class Aggregate(AggregateNode):
         _check_subtractor(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Sum(AggregateNode):
     """ksqlDB's ``SUM(column)`` per group."""
 
     column: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Avg(AggregateNode):
     """ksqlDB's ``AVG(column)`` per group."""
 
     column: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Min(AggregateNode):
     """ksqlDB's ``MIN(column)`` per group."""
 
     column: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Max(AggregateNode):
     """ksqlDB's ``MAX(column)`` per group."""
 

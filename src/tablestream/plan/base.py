@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from tablestream.plan.errors import InvalidArgumentError
 
@@ -15,7 +15,7 @@ InputKind = Literal["stream", "table"]
 FORMATS = ("AVRO", "DELIMITED", "JSON", "JSON_SR", "KAFKA", "NONE", "PROTOBUF", "PROTOBUF_NOSR")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PlanNode:
     """A node of the logical plan. ``name`` is unique in its topology."""
 
@@ -27,7 +27,7 @@ class PlanNode:
         return ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UnaryNode(PlanNode):
     """A node with one parent."""
 
@@ -47,6 +47,15 @@ def check_format(value: str | None, what: str) -> str | None:
             f"Unknown {what} {value!r}; ksqlDB formats are {', '.join(FORMATS)}"
         )
     return value.upper()
+
+
+def check_store(node: Any, *, required: bool = False) -> None:
+    """Check a table node's ``store`` and ``queryable``: a queryable node names its store;
+    ``required``: the node always keeps a store."""
+    if node.store is None and node.queryable:
+        raise InvalidArgumentError(f"{node.name}: a queryable table needs a store name")
+    if node.store is None and required:
+        raise InvalidArgumentError(f"{node.name}: {type(node).__name__} needs a store name")
 
 
 def check_input_kind(kind: str, node: str) -> None:

@@ -56,9 +56,9 @@ class PlanBuilder:
             if name in self._taken:
                 raise TopologyError(f"Processor {name} is already added.")
         topics: tuple[str, ...] = ()
-        if isinstance(node, StreamSource):
+        if isinstance(node, (StreamSource, TableSource, GlobalTableSource)):
             topics = node.topics
-        elif isinstance(node, (TableSource, GlobalTableSource, Repartition)):
+        elif isinstance(node, Repartition):
             topics = (node.topic,)
         for topic in topics:
             reader = self._source_topics.get(topic)
@@ -83,17 +83,11 @@ class PlanBuilder:
         if existing is not None:
             same = self._nodes[existing]
             if isinstance(same, StreamSource) and set(same.topics) == set(node.topics):
-                settings = (
-                    "key_format",
-                    "value_format",
-                    "key_schema",
-                    "value_schema",
-                    "timestamp_extractor",
-                )
+                settings = ("key_format", "value_format", "key_schema", "value_schema")
                 if any(getattr(same, s) != getattr(node, s) for s in settings):
                     raise TopologyError(
                         f"Topics {list(node.topics)} are already read by {existing} "
-                        "with other formats, schemas or timestamp extractor."
+                        "with other formats or schemas."
                     )
                 return same
         self.add(node)
@@ -142,7 +136,15 @@ class PlanBuilder:
     ) -> Repartition:
         """Add a repartition of ``parent`` through the topic ``<prefix>-repartition``."""
         topic, sink, filter_, source = self.repartition_names(prefix)
-        node = Repartition(source, parent, topic, sink, filter_, partitions, explicit)
+        node = Repartition(
+            name=source,
+            parent=parent,
+            topic=topic,
+            sink_name=sink,
+            filter_name=filter_,
+            partitions=partitions,
+            explicit=explicit,
+        )
         self.add(node)
         return node
 
@@ -178,13 +180,13 @@ class PlanBuilder:
             elif isinstance(node, GlobalTableSource):
                 stores.append(Store(node.store, "global", node.name, node.queryable, readers))
             elif isinstance(node, (TableFilter, TableMapValues)) and node.store is not None:
-                stores.append(Store(node.store, "table", node.name, True, readers))
+                stores.append(Store(node.store, "table", node.name, node.queryable, readers))
             elif isinstance(node, AggregateNode):
                 stores.append(Store(node.store, "aggregate", node.name, node.queryable, readers))
             elif isinstance(node, ForeignKeyJoin):
                 stores.append(Store(node.subscriptions, "subscriptions", node.name, False))
                 if node.store is not None:
-                    stores.append(Store(node.store, "table", node.name, True))
+                    stores.append(Store(node.store, "table", node.name, node.queryable))
             elif isinstance(node, TableTableJoin) and node.store is not None:
-                stores.append(Store(node.store, "table", node.name, True))
+                stores.append(Store(node.store, "table", node.name, node.queryable))
         return Topology(tuple(self._nodes.values()), tuple(stores), dict(self._functions))

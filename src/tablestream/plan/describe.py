@@ -145,7 +145,7 @@ def _physical(topology: Topology) -> list[_Physical]:
         elif isinstance(node, (TableSource, GlobalTableSource)):
             is_global = isinstance(node, GlobalTableSource)
             out.append(
-                _Physical("source", node.source_name, topics=(node.topic,), is_global=is_global)
+                _Physical("source", node.source_name, topics=node.topics, is_global=is_global)
             )
             out.append(
                 _Physical(

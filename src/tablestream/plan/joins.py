@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from tablestream.plan.base import PlanNode, UnaryNode
+from tablestream.plan.base import PlanNode, UnaryNode, check_store
 from tablestream.plan.expr import Expr
 
 __all__ = [
@@ -34,7 +34,7 @@ __all__ = [
 JoinKind = Literal["inner", "left", "outer"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StreamTableJoin(UnaryNode):
     """``parent`` (a stream) joined with ``table`` on the stream's key. ``strict``: reject
     inputs whose topics have different partition counts (ksqlDB's co-partitioning rule)
@@ -50,7 +50,7 @@ class StreamTableJoin(UnaryNode):
         return (self.parent, self.table)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StreamGlobalTableJoin(UnaryNode):
     """``parent`` (a stream) joined with the global table ``table`` on
     ``key_selector(key, value)``; the output keeps the stream record's key."""
@@ -65,11 +65,11 @@ class StreamGlobalTableJoin(UnaryNode):
         return (self.parent, self.table)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TableTableJoin(PlanNode):
     """``left`` and ``right`` joined on their keys; ``name`` is the merge processor's,
     ``this_name`` / ``other_name`` the two sides' processors. ``store``: the result is
-    materialized under that name (``queryable``)."""
+    materialized under that name (``materialized_as``, then ``queryable``)."""
 
     left: str
     right: str
@@ -78,24 +78,25 @@ class TableTableJoin(PlanNode):
     this_name: str
     other_name: str
     store: str | None = None
+    queryable: bool = False
+
+    def __post_init__(self) -> None:
+        check_store(self)
 
     @property
     def parents(self) -> tuple[str, ...]:
         return (self.left, self.right)
 
-    @property
-    def queryable(self) -> bool:
-        return self.store is not None
 
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ForeignKeyJoin(PlanNode):
     """Each row of ``left`` joined with the row of ``right`` whose key is
     ``foreign_key(value)`` (or ``(key, value)``); ``kind`` is inner or left.
     ``subscriptions`` is the store of (foreign key, left key) subscriptions with the
-    left values; ``store`` the optional queryable result. ``replicate_right``: every
-    state partition keeps the whole right table beside its left rows (one stage per
-    batch, for a right table small enough to hold once per partition)."""
+    left values; ``store`` the result's store when it is materialized (``queryable``).
+    ``replicate_right``: every state partition keeps the whole right table beside its
+    left rows (one stage per batch, for a right table small enough to hold once per
+    partition)."""
 
     left: str
     right: str
@@ -104,12 +105,12 @@ class ForeignKeyJoin(PlanNode):
     kind: JoinKind
     subscriptions: str
     store: str | None = None
+    queryable: bool = False
     replicate_right: bool = False
+
+    def __post_init__(self) -> None:
+        check_store(self)
 
     @property
     def parents(self) -> tuple[str, ...]:
         return (self.left, self.right)
-
-    @property
-    def queryable(self) -> bool:
-        return self.store is not None

@@ -9,7 +9,7 @@ from tablestream.plan.base import UnaryNode, check_format
 __all__ = ["ToTopic"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToTopic(UnaryNode):
     """Write a stream's records to a topic (``KSTREAM-SINK-``). A format or schema left
     ``None`` is the topic's own (or the defaults, ``KAFKA`` keys and ``JSON`` values)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tablestream.plan.base import PlanNode, UnaryNode
+from tablestream.plan.base import PlanNode, UnaryNode, check_store
 from tablestream.plan.errors import InvalidArgumentError
 from tablestream.plan.expr import Expr, ExprRef, KeyValueExpr
 
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Filter(UnaryNode):
     """Keep the records the predicate accepts; with ``negate`` the ones it rejects
     (``filter_not``). ``KSTREAM-FILTER-``."""
@@ -41,14 +41,14 @@ class Filter(UnaryNode):
     negate: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MapValues(UnaryNode):
     """A new value per record; the key is unchanged. ``KSTREAM-MAPVALUES-``."""
 
     mapper: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Map(UnaryNode):
     """A new key and value per record; marks the stream for repartitioning. ``KSTREAM-MAP-``.
 
@@ -57,7 +57,7 @@ class Map(UnaryNode):
     mapper: KeyValueExpr | ExprRef
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FlatMap(UnaryNode):
     """Zero or more ``(key, value)`` records per record; marks the stream for
     repartitioning. ``KSTREAM-FLATMAP-``. As SQL, an expression giving an array of
@@ -66,7 +66,7 @@ class FlatMap(UnaryNode):
     mapper: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FlatMapValues(UnaryNode):
     """Zero or more values per record, each with the record's key. As SQL, an array
     expression. ``KSTREAM-FLATMAPVALUES-``."""
@@ -74,7 +74,7 @@ class FlatMapValues(UnaryNode):
     mapper: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SelectKey(UnaryNode):
     """A new key computed from key and value; marks the stream for repartitioning.
     ``KSTREAM-KEY-SELECT-``. Stream ``group_by`` makes one too, as Kafka Streams does."""
@@ -82,7 +82,7 @@ class SelectKey(UnaryNode):
     selector: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Peek(UnaryNode):
     """Call an action on every record and pass the record on unchanged.
     ``KSTREAM-PEEK-``."""
@@ -90,7 +90,7 @@ class Peek(UnaryNode):
     action: ExprRef
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Merge(PlanNode):
     """The union of several streams, each record kept. ``KSTREAM-MERGE-``."""
 
@@ -101,13 +101,13 @@ class Merge(PlanNode):
             raise InvalidArgumentError(f"{self.name}: a merge needs at least two parents")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Split(UnaryNode):
     """The point where a stream splits into branches (``KSTREAM-BRANCH-``). Records pass
     through unchanged; each :class:`Branch` child selects its records."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Branch(UnaryNode):
     """One branch of a split: the records for which no ``preceding`` predicate (those of the
     earlier branches, in order) holds and ``predicate`` does. ``predicate=None`` is the
@@ -119,7 +119,7 @@ class Branch(UnaryNode):
     preceding: tuple[Expr, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Repartition(UnaryNode):
     """Records written to an internal topic and read back, so that all records with one key
     meet in one task (seed 001; Kafka's repartition nodes).
@@ -146,36 +146,47 @@ class Repartition(UnaryNode):
             )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToTable(UnaryNode):
     """A table made from a stream: each record upserts its key, a ``null`` value deletes it
-    (``KSTREAM-TOTABLE-``). ``store`` as for a table source."""
+    (``KSTREAM-TOTABLE-``). ``store`` and ``queryable`` as for a table source."""
 
-    store: str
+    store: str | None = None
     queryable: bool = False
 
+    def __post_init__(self) -> None:
+        check_store(self, required=True)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToStream(UnaryNode):
     """A table's changes as a stream of records, a deletion as a tombstone.
     ``KTABLE-TOSTREAM-``."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TableFilter(UnaryNode):
     """A table of the rows the predicate accepts (``negate``: rejects); a row that stops
-    passing is deleted. ``store`` is set when the result is materialized under that name.
-    ``KTABLE-FILTER-``."""
+    passing is deleted. ``store`` is set when the result is materialized under that name
+    (``materialized_as``, then ``queryable``). ``KTABLE-FILTER-``."""
 
     predicate: Expr
     negate: bool = False
     store: str | None = None
+    queryable: bool = False
+
+    def __post_init__(self) -> None:
+        check_store(self)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TableMapValues(UnaryNode):
     """A table with a new value per row. ``store`` as for :class:`TableFilter`.
     ``KTABLE-MAPVALUES-``."""
 
     mapper: Expr
     store: str | None = None
+    queryable: bool = False
+
+    def __post_init__(self) -> None:
+        check_store(self)

@@ -133,7 +133,7 @@ class Application:
     def _source_topics(self) -> list[str]:
         topics: list[str] = []
         for node in self.topology.sources:
-            for topic in getattr(node, "topics", None) or (node.topic,):
+            for topic in node.topics:
                 if topic not in topics:
                     topics.append(topic)
         return topics

@@ -18,11 +18,6 @@ if TYPE_CHECKING:
     from .rules.base import Rule, StoreUse
 
 
-def source_topics(node: Any) -> tuple[str, ...]:
-    """The topics a source node reads."""
-    return getattr(node, "topics", None) or (node.topic,)
-
-
 class PhysicalPlan:
     """A topology placed on ``partitions`` state partitions under ``layout``.
 
@@ -47,7 +42,7 @@ class PhysicalPlan:
         self.stage_memo: dict[Any, Any] = {}
         topics: list[str] = []
         for node in topology.sources:
-            for topic in source_topics(node):
+            for topic in node.topics:
                 if topic not in topics:
                     topics.append(topic)
         # A topic's position is its records' ``o_src`` in the ordering key.
@@ -82,11 +77,7 @@ class PhysicalPlan:
         output, once per read by a consuming rule (a store stage, a sink, an action), and
         through the children of rules that pass the rows on."""
         node = self.topology.node(name)
-        rule = self._rule_of(node)
-        if rule.consumer:
-            uses = 1 if getattr(node, "queryable", False) else 0
-        else:
-            uses = 1 if getattr(node, "store", None) else 0  # a materialized stateless table
+        uses = 1 if getattr(node, "queryable", False) else 0
         for child in self.topology.children(name):
             child_rule = self._rule_of(child)
             uses += child_rule.reads(child, name) if child_rule.consumer else self.uses(child.name)
@@ -100,6 +91,5 @@ class PhysicalPlan:
             upstream = self.input_partitions(node.parent)
             return node.topic, node.partitions or upstream[1]
         if isinstance(node, (sources.StreamSource, sources.TableSource, sources.GlobalTableSource)):
-            topics = source_topics(node)
-            return topics[0], max(self.topic_partitions.get(t, 1) for t in topics)
+            return node.topics[0], max(self.topic_partitions.get(t, 1) for t in node.topics)
         return self.input_partitions(node.parents[0])

@@ -102,7 +102,7 @@ class TestDriver:
         """An input topic the topology reads; keys and values are serialized with the
         formats its source declares."""
         for node in self.topology.sources:
-            topics = getattr(node, "topics", None) or (node.topic,)
+            topics = node.topics
             if topic in topics:
                 self._topic_partitions[topic] = partitions
                 return TestInputTopic(

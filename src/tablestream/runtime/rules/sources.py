@@ -12,8 +12,8 @@ from ..batch import BatchContext
 from ..expressions import ValueShape
 from ..frames import ORDER, STREAM_COLUMNS, Frame, canonical_bytes, from_canonical, named
 from ..kernels import upsert
-from ..physical import PhysicalPlan, source_topics
-from .base import Rule, StoreUse, UnsupportedNodeError
+from ..physical import PhysicalPlan
+from .base import Rule, StoreUse
 
 
 def source_formats(node) -> tuple[Format, Format]:
@@ -31,11 +31,8 @@ class SourceRule(Rule):
 
     def __init__(self, node, physical: PhysicalPlan):
         super().__init__(node, physical)
-        if isinstance(node, sources.StreamSource) and getattr(node, "timestamp_extractor", None) is not None:
-            raise UnsupportedNodeError(f"{node.name}: timestamp extractors are not supported yet")
         self.key_format, self.value_format = source_formats(node)
-        topics = list(source_topics(node))
-        self.topic_filter = F.col("topic").isin(topics)
+        self.topic_filter = F.col("topic").isin(list(node.topics))
         src = F.array_position(F.array(*[F.lit(t) for t in physical.topics]), F.col("topic")).cast("int") - 1
         self.decoded = named([
             F.col("key").alias("raw_key"),

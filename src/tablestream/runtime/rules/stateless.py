@@ -88,6 +88,8 @@ class FlatMapValuesRule(Rule):
         mapper = self.node.mapper
         if isinstance(mapper, SqlExpr):
             values, shape = sql_column(mapper, frame.value), None
+        elif mapper.kind == "column":
+            values, shape = self.functions[mapper.ref], None
         else:
             values = callable_of(mapper, frame, self.functions, ArrayType(StringType()), many=True)
             shape = JSON_TEXT
@@ -102,11 +104,13 @@ class FlatMapRule(Rule):
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         mapper = self.node.mapper
-        json_pairs = not isinstance(mapper, SqlExpr)
+        json_pairs = not isinstance(mapper, SqlExpr) and mapper.kind == "callable"
         if json_pairs:
             pairs = callable_of(mapper, frame, self.functions, ArrayType(PAIR_TYPE), pair=True, many=True)
-        else:
+        elif isinstance(mapper, SqlExpr):
             pairs = sql_column(mapper, frame.value)
+        else:
+            pairs = self.functions[mapper.ref]
         df = frame.df.select(F.posexplode(pairs).alias("o_idx_new", "p"), "ts", *[c for c in ORDER if c != "o_idx"])
         df = df.select(
             F.col("p.k" if json_pairs else "p.key").alias("key"),

@@ -18,7 +18,7 @@ from .values import side_steps, value_expr, with_sides
 
 def table_result(batch: BatchContext, node, frame: Frame) -> Frame:
     """A table operator's changes, also written to its materialized table if it has one."""
-    if getattr(node, "store", None):
+    if node.queryable:
         batch.materialize(node.store, frame)
     return frame
 

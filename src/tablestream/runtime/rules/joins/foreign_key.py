@@ -75,7 +75,7 @@ class ForeignKeyRule(Rule):
         df = run(batch, left, right)
         changes = self.joiner.changes(df, left.value, right.value)
         frame = Frame(changes, "table", left.key_type, self.joiner.shape, key_json=left.key_json)
-        if self.node.store:
+        if self.node.queryable:
             batch.materialize(self.node.store, frame)
         return frame
 
