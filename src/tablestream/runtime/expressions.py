@@ -131,17 +131,17 @@ def _json_or_none(value: Any) -> str | None:
 
 
 def predicate_column(
-    expr: Expr, shape: ValueShape, functions, *, key_json: bool = False, skip_null: bool = False,
+    expr: Expr, shape: ValueShape, resolve, *, key_json: bool = False, skip_null: bool = False,
     key: str = "key", value: str = "value", ts: str = "ts",
 ) -> Column:
     """A boolean Column for a predicate ``(key, value) -> bool`` (null counts as false)."""
     if isinstance(expr, SqlExpr):
         col = sql_column(expr, shape, key=key, value=value, ts=ts)
     elif expr.kind == "column":
-        col = functions[expr.ref]
+        col = resolve(expr)
     else:
         col = callable_column(
-            functions[expr.ref], expr.arity, shape, BooleanType(),
+            resolve(expr), expr.arity, shape, BooleanType(),
             key_json=key_json, convert=lambda res: bool(res), skip_null=skip_null, key=key, value=value,
         )
     return F.coalesce(col.cast("boolean"), F.lit(False))

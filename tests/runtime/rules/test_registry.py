@@ -35,7 +35,7 @@ class Unknown(PlanNode):
 
 
 def test_a_node_without_a_rule_fails_when_the_runner_is_built(tmp_path):
-    topology = Topology(nodes=(Unknown("UNKNOWN-0000000000"),))
+    topology = Topology(nodes=(Unknown(name="UNKNOWN-0000000000"),))
     with pytest.raises(UnsupportedNodeError) as failed:
         BatchRunner(topology, StoreLayout(tmp_path / "local", tmp_path / "durable"), 1)
     assert str(failed.value) == "No runtime rule for plan node Unknown (UNKNOWN-0000000000)"

@@ -53,7 +53,7 @@ class Rule:
     def __init__(self, node: Any, physical: PhysicalPlan):
         self.node = node
         self.physical = physical
-        self.functions = physical.topology.functions
+        self.resolve = physical.topology.resolve
 
     def apply(self, batch: BatchContext, *inputs: Frame) -> Frame | None:
         """This node's rows of one batch, from its parents' (in ``node.parents`` order)."""

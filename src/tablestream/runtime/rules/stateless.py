@@ -19,7 +19,7 @@ class FilterRule(Rule):
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         if not hasattr(self, "condition"):
-            keep = predicate_column(self.node.predicate, frame.value, self.functions, key_json=frame.key_json)
+            keep = predicate_column(self.node.predicate, frame.value, self.resolve, key_json=frame.key_json)
             self.condition = ~keep if self.node.negate else keep
         return frame.with_df(frame.df.where(self.condition))
 
@@ -32,7 +32,7 @@ class PeekRule(Rule):
     consumer = True
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
-        action = self.functions[self.node.action.ref]
+        action = self.resolve(self.node.action)
         shape = frame.value
 
         def run(batches):
@@ -49,7 +49,7 @@ class MapValuesRule(Rule):
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         if not hasattr(self, "value"):
-            self.value, self.shape = value_expr(self.node.mapper, frame, self.functions)
+            self.value, self.shape = value_expr(self.node.mapper, frame, self.resolve)
         return frame.with_df(frame.df.withColumn("value", self.value), value=self.shape)
 
 
@@ -58,7 +58,7 @@ class SelectKeyRule(Rule):
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         if not hasattr(self, "key"):
-            self.key, shape = value_expr(self.node.selector, frame, self.functions)
+            self.key, shape = value_expr(self.node.selector, frame, self.resolve)
             self.key_json = shape.json_text
             self.key_type = frame.df.withColumn("key", self.key).schema["key"].dataType
         return frame.with_df(frame.df.withColumn("key", self.key), key_type=self.key_type, key_json=self.key_json)
@@ -70,11 +70,11 @@ class MapRule(Rule):
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         mapper = self.node.mapper
         if isinstance(mapper, KeyValueExpr):
-            key, key_shape = value_expr(mapper.key, frame, self.functions)
-            value, shape = value_expr(mapper.value, frame, self.functions)
+            key, key_shape = value_expr(mapper.key, frame, self.resolve)
+            value, shape = value_expr(mapper.value, frame, self.resolve)
             df = frame.df.select(key.alias("key"), value.alias("value"), "ts", *ORDER)
             return frame.with_df(df, key_type=df.schema["key"].dataType, value=shape, key_json=key_shape.json_text)
-        pair = callable_of(mapper, frame, self.functions, PAIR_TYPE, pair=True)
+        pair = callable_of(mapper, frame, self.resolve, PAIR_TYPE, pair=True)
         df = frame.df.select(pair.alias("p"), "ts", *ORDER).select(
             F.col("p.k").alias("key"), F.col("p.v").alias("value"), "ts", *ORDER
         )
@@ -89,9 +89,9 @@ class FlatMapValuesRule(Rule):
         if isinstance(mapper, SqlExpr):
             values, shape = sql_column(mapper, frame.value), None
         elif mapper.kind == "column":
-            values, shape = self.functions[mapper.ref], None
+            values, shape = self.resolve(mapper), None
         else:
-            values = callable_of(mapper, frame, self.functions, ArrayType(StringType()), many=True)
+            values = callable_of(mapper, frame, self.resolve, ArrayType(StringType()), many=True)
             shape = JSON_TEXT
         df = frame.df.select("key", F.posexplode(values).alias("o_idx_new", "value"), "ts", *ORDER)
         df = df.withColumn("o_idx", F.col("o_idx_new")).drop("o_idx_new")
@@ -106,11 +106,11 @@ class FlatMapRule(Rule):
         mapper = self.node.mapper
         json_pairs = not isinstance(mapper, SqlExpr) and mapper.kind == "callable"
         if json_pairs:
-            pairs = callable_of(mapper, frame, self.functions, ArrayType(PAIR_TYPE), pair=True, many=True)
+            pairs = callable_of(mapper, frame, self.resolve, ArrayType(PAIR_TYPE), pair=True, many=True)
         elif isinstance(mapper, SqlExpr):
             pairs = sql_column(mapper, frame.value)
         else:
-            pairs = self.functions[mapper.ref]
+            pairs = self.resolve(mapper)
         df = frame.df.select(F.posexplode(pairs).alias("o_idx_new", "p"), "ts", *[c for c in ORDER if c != "o_idx"])
         df = df.select(
             F.col("p.k" if json_pairs else "p.key").alias("key"),
@@ -167,7 +167,7 @@ class BranchRule(Rule):
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         keep = F.lit(True)
         for earlier in self.node.preceding:
-            keep = keep & ~predicate_column(earlier, frame.value, self.functions, key_json=frame.key_json)
+            keep = keep & ~predicate_column(earlier, frame.value, self.resolve, key_json=frame.key_json)
         if self.node.predicate is not None:
-            keep = keep & predicate_column(self.node.predicate, frame.value, self.functions, key_json=frame.key_json)
+            keep = keep & predicate_column(self.node.predicate, frame.value, self.resolve, key_json=frame.key_json)
         return frame.with_df(frame.df.where(keep))

@@ -73,7 +73,7 @@ class TableFilterRule(Rule):
         if not hasattr(self, "steps"):
             self.steps = side_steps({
                 "keep": lambda: predicate_column(
-                    node.predicate, frame.value, self.functions, key_json=frame.key_json, skip_null=True
+                    node.predicate, frame.value, self.resolve, key_json=frame.key_json, skip_null=True
                 )
             })
 
@@ -98,8 +98,8 @@ class TableMapValuesRule(Rule):
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         if not hasattr(self, "steps"):
-            self.shape = value_expr(self.node.mapper, frame, self.functions)[1]
-            self.steps = side_steps({"v": lambda: value_expr(self.node.mapper, frame, self.functions, skip_null=True)[0]})
+            self.shape = value_expr(self.node.mapper, frame, self.resolve)[1]
+            self.steps = side_steps({"v": lambda: value_expr(self.node.mapper, frame, self.resolve, skip_null=True)[0]})
             self.columns = named(["key", F.col("_old_v").alias("old"), F.col("_new_v").alias("new"), "ts", *ORDER])
             self.changed = changed()
         df = with_sides(frame.df, self.steps).select(*self.columns).where(self.changed)

@@ -24,22 +24,22 @@ def json_of(value: Any) -> str | None:
     return None if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def value_expr(expr: Expr, frame: Frame, functions, *, skip_null: bool = False) -> tuple[Column, ValueShape]:
+def value_expr(expr: Expr, frame: Frame, resolve, *, skip_null: bool = False) -> tuple[Column, ValueShape]:
     """A mapper's result over the frame's ``key`` and ``value`` columns, and its shape."""
     if isinstance(expr, SqlExpr):
         if expr.sql.lower() == "value":
             return F.col("value"), frame.value  # the identity keeps JSON text JSON
         col = sql_column(expr, frame.value)
     elif expr.kind == "column":
-        col = functions[expr.ref]
+        col = resolve(expr)
     else:
-        return callable_of(expr, frame, functions, StringType(), skip_null=skip_null), JSON_TEXT
+        return callable_of(expr, frame, resolve, StringType(), skip_null=skip_null), JSON_TEXT
     df = frame.df if frame.kind == "stream" else frame.df.withColumn("value", F.col("new"))
     return col, ValueShape(df.select(col.alias("_")).schema["_"].dataType)
 
 
 def callable_of(
-    ref: ExprRef, frame: Frame, functions, result: DataType, *, pair: bool = False, many: bool = False,
+    ref: ExprRef, frame: Frame, resolve, result: DataType, *, pair: bool = False, many: bool = False,
     skip_null: bool = False,
 ) -> Column:
     """A Python callable over ``key`` and ``value``; its results become JSON text (a
@@ -58,16 +58,16 @@ def callable_of(
         return json_of(res)
 
     return callable_column(
-        functions[ref.ref], ref.arity, frame.value, result, key_json=frame.key_json, convert=convert,
+        resolve(ref), ref.arity, frame.value, result, key_json=frame.key_json, convert=convert,
         skip_null=skip_null,
     )
 
 
-def selected_key_bytes(expr: Expr, frame: Frame, functions) -> Column:
+def selected_key_bytes(expr: Expr, frame: Frame, resolve) -> Column:
     """Canonical bytes of a key computed by ``expr`` over ``value`` (and ``key``), so it
     meets the other table's keys whatever its integer width; a callable's result (JSON
     text) is wrapped the same way."""
-    col, shape = value_expr(expr, frame, functions, skip_null=True)
+    col, shape = value_expr(expr, frame, resolve, skip_null=True)
     if shape.json_text and not (isinstance(expr, SqlExpr) and expr.sql.lower() == "value"):
         return F.when(col.isNotNull() & (col != F.lit("null")), F.concat(F.lit('{"v":'), col, F.lit("}")).cast("binary"))
     return canonical_bytes(col)

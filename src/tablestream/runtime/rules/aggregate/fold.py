@@ -25,11 +25,11 @@ class FoldRule(AggregateRule):
         for expr in (initializer, node.adder, node.subtractor):
             if expr is not None and not (isinstance(expr, ExprRef) and expr.kind == "callable"):
                 raise UnsupportedNodeError(f"{node.name}: reduce and aggregate take Python callables")
-        functions = self.functions
+        resolve = self.resolve
         self.kernel = fold.FoldKernel(
-            initializer=functions[initializer.ref] if initializer is not None else None,
-            adder=functions[node.adder.ref],
-            subtractor=functions[node.subtractor.ref] if node.subtractor is not None else None,
+            initializer=resolve(initializer) if initializer is not None else None,
+            adder=resolve(node.adder),
+            subtractor=resolve(node.subtractor) if node.subtractor is not None else None,
             reduce=isinstance(node, agg.Reduce),
             adder_arity=node.adder.arity,
             subtractor_arity=node.subtractor.arity if node.subtractor is not None else None,

@@ -34,18 +34,18 @@ class TableGroupByRule(Rule):
 
     def _prepare(self, frame: Frame) -> None:
         mapper = self.node.mapper
-        functions = self.functions
+        resolve = self.resolve
         if isinstance(mapper, KeyValueExpr):
-            _, key_shape = value_expr(mapper.key, frame, functions)
-            _, self.shape = value_expr(mapper.value, frame, functions)
+            _, key_shape = value_expr(mapper.key, frame, resolve)
+            _, self.shape = value_expr(mapper.value, frame, resolve)
             sides = {
-                "gk": lambda: value_expr(mapper.key, frame, functions, skip_null=True)[0],
-                "gv": lambda: value_expr(mapper.value, frame, functions, skip_null=True)[0],
+                "gk": lambda: value_expr(mapper.key, frame, resolve, skip_null=True)[0],
+                "gv": lambda: value_expr(mapper.value, frame, resolve, skip_null=True)[0],
             }
             picked = {f"{side}_{part}": F.col(f"_{side}_{part}") for side in ("old", "new") for part in ("gk", "gv")}
             self.key_json = key_shape.json_text
         else:
-            sides = {"pair": lambda: callable_of(mapper, frame, functions, PAIR_TYPE, pair=True, skip_null=True)}
+            sides = {"pair": lambda: callable_of(mapper, frame, resolve, PAIR_TYPE, pair=True, skip_null=True)}
             picked = {
                 f"{side}_{part}": F.col(f"_{side}_pair.{field}")
                 for side in ("old", "new")
@@ -120,7 +120,7 @@ class AggregateRule(Rule):
             if isinstance(expr, SqlExpr):
                 return sql_column(expr, frame.value, value=side)
             if expr.kind == "column":
-                return self.functions[expr.ref]
+                return self.resolve(expr)
             raise UnsupportedNodeError("aggregate columns are SQL expressions or Spark Columns")
 
         return value

@@ -51,7 +51,7 @@ class ForeignKeyRule(Rule):
     def __init__(self, node, physical: PhysicalPlan):
         super().__init__(node, physical)
         self.stage_stores = tuple(s.name for s in self.stores(node, physical))
-        self.joiner = TableJoiner(node.joiner, node.kind, self.functions)
+        self.joiner = TableJoiner(node.joiner, node.kind, self.resolve)
         self.prepared = None
 
     @classmethod
@@ -107,7 +107,7 @@ class ForeignKeyRule(Rule):
 
     def _shuffled_columns(self, left: Frame, right: Frame):
         node = self.node
-        steps = side_steps({"fk": lambda: selected_key_bytes(node.foreign_key, left, self.functions)})
+        steps = side_steps({"fk": lambda: selected_key_bytes(node.foreign_key, left, self.resolve)})
         lkb = key_bytes(left)
         nothing = F.lit(None).cast("binary")
 
@@ -182,7 +182,7 @@ class ForeignKeyRule(Rule):
         routes = [F.lit(bytearray(r)) for r in _routes(self.physical, left.df)]
         common = [canonical_bytes(F.col("new")).alias("vb"), "ts", *ORDER]
         left_rows = [lkb.alias("route"), F.lit(1).cast("tinyint").alias("side"), lkb.alias("kb"),
-                     selected_key_bytes(self.node.foreign_key, left, self.functions).alias("fk"), *common]
+                     selected_key_bytes(self.node.foreign_key, left, self.resolve).alias("fk"), *common]
         right_rows = [F.explode(F.array(*routes)).alias("route"), F.lit(0).cast("tinyint").alias("side"),
                       key_bytes(right).alias("kb"), F.lit(None).cast("binary").alias("fk"), *common]
         kernel, schema, decoded_out, decoded_key = self._kernel(

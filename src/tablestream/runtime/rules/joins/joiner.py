@@ -25,10 +25,10 @@ class Joiner:
     right column)``, the joiner's result where the join kind has one (else null).
     Built once, at the first batch (it needs the two values' types)."""
 
-    def __init__(self, expr: Expr, kind: str, functions, pairs: dict[str, tuple[str, str]]):
+    def __init__(self, expr: Expr, kind: str, resolve, pairs: dict[str, tuple[str, str]]):
         self.expr = expr
         self.kind = kind
-        self.functions = functions
+        self.resolve = resolve
         self.pairs = pairs
         self.steps: list[dict[str, Column]] | None = None
         self.shape: ValueShape | None = None
@@ -38,9 +38,9 @@ class Joiner:
         if isinstance(expr, SqlExpr):
             col = joiner_sql_column(expr)
         elif expr.kind == "column":
-            col = self.functions[expr.ref]
+            col = self.resolve(expr)
         else:
-            col = joiner_callable_column(self.functions[expr.ref], left, right, json_of)
+            col = joiner_callable_column(self.resolve(expr), left, right, json_of)
         if isinstance(expr, SqlExpr) or expr.kind == "column":
             probe = df.select(F.lit(None).cast(left.dtype).alias("_jl"), F.lit(None).cast(right.dtype).alias("_jr"))
             self.shape = ValueShape(probe.select(col.alias("_j")).schema["_j"].dataType)
@@ -67,8 +67,8 @@ class TableJoiner(Joiner):
     ``l_old``/``r_old``, ``new`` from ``l_new``/``r_new``), one row per key with a
     real change (emit on change)."""
 
-    def __init__(self, expr: Expr, kind: str, functions):
-        super().__init__(expr, kind, functions, {"old": ("l_old", "r_old"), "new": ("l_new", "r_new")})
+    def __init__(self, expr: Expr, kind: str, resolve):
+        super().__init__(expr, kind, resolve, {"old": ("l_old", "r_old"), "new": ("l_new", "r_new")})
         self.columns = None
 
     def changes(self, df: DataFrame, left: ValueShape, right: ValueShape) -> DataFrame:

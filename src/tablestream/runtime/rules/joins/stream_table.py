@@ -33,7 +33,7 @@ class StreamTableRule(Rule):
     def __init__(self, node, physical: PhysicalPlan):
         super().__init__(node, physical)
         self.store = f"{node.name}-TABLE"
-        self.joiner = Joiner(node.joiner, node.kind, self.functions, {"value": ("l", "r")})
+        self.joiner = Joiner(node.joiner, node.kind, self.resolve, {"value": ("l", "r")})
         self.inputs = None
 
     @classmethod
@@ -105,7 +105,7 @@ class StreamGlobalTableRule(StreamTableRule):
     nodes = (joins.StreamGlobalTableJoin,)
 
     def lookup_key(self, stream: Frame) -> Column:
-        return selected_key_bytes(self.node.key_selector, stream, self.functions)
+        return selected_key_bytes(self.node.key_selector, stream, self.resolve)
 
     def check(self) -> None:
         return None

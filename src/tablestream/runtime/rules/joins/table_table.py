@@ -30,7 +30,7 @@ class TableTableRule(Rule):
     def __init__(self, node, physical: PhysicalPlan):
         super().__init__(node, physical)
         self.sides = (f"{node.name}-LEFT", f"{node.name}-RIGHT")
-        self.joiner = TableJoiner(node.joiner, node.kind, self.functions)
+        self.joiner = TableJoiner(node.joiner, node.kind, self.resolve)
         self.inputs = None
 
     @classmethod
