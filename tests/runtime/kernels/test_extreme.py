@@ -80,7 +80,6 @@ def test_stream_keeps_one_index_entry_per_group(stores):
     assert _index(stores, 3) == [cb(2), cb(7)]
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError, reason="min over a stream: a group with no value indexed yet")
 def test_stream_min_of_a_group_without_a_value(stores):
     """A stream record without a value makes its group, as MAX does."""
     assert _run(stores, 0, [(G, 1, None, b"0|0|1|0", 1)], which="min", stream=True) == [_change(G, None, None, 1)]

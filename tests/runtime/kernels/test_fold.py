@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
-import pytest
 
 from tablestream.runtime.kernels.fold import SCHEMA, FoldKernel
 
@@ -83,7 +82,6 @@ def test_aggregate_deleted_when_the_subtractor_returns_none(stores):
     assert calls == [("add", "eu", "d", "k1")]
 
 
-@pytest.mark.xfail(strict=True, reason="a deleted aggregate leaves with its stored timestamp, not the deletion's")
 def test_deleted_aggregate_takes_the_deletions_timestamp(stores):
     """A deletion's timestamp is the larger of the change's and the aggregate's, as
     for every other change of the aggregate."""

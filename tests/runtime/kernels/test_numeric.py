@@ -73,7 +73,6 @@ def test_integer_sums_stay_integers(stores):
     assert isinstance(out[0]["new_total"], int)
 
 
-@pytest.mark.xfail(strict=True, reason="a null value in the batch makes the integer sums doubles (pandas)")
 def test_integer_sums_stay_exact_beside_a_null(stores):
     """A null value in the same batch does not round an integer total."""
     big = 2**53 + 1

@@ -135,7 +135,7 @@ def _prune_stream_index(session: StoreSession, groups: list[bytes], which: str) 
     kept: the index stays one entry per group."""
     for g in groups:
         entries = [k for k, _ in session.prefix_items(_group_prefix(g))]
-        keep = entries[0] if which == "min" else entries[-1] if entries else None
+        keep = (entries[0] if which == "min" else entries[-1]) if entries else None
         drop = [k for k in entries if k != keep]
         if drop:
             session.put(drop, [None] * len(drop))

@@ -40,14 +40,24 @@ class FoldKernel:
             text, ts = decode_timestamped(raw)
             state[g] = None if text is None else (json.loads(text), ts)
         before = dict(state)
-        for gkb, sign, vj, skb, gkj, ts in zip(
-            *(ordered.column(c).to_pylist() for c in ("gkb", "sign", "vj", "skb", "gkj", "ts")), strict=True
+        # Each group's last change's timestamp (a deletion's too), and for a group the
+        # subtractor deleted, the change that did and its timestamp: an addition of the
+        # same change starts from that timestamp, as KTableAggregate's does.
+        stamps: dict[bytes, int] = {}
+        deleted: dict[bytes, tuple[tuple, int]] = {}
+        positions = zip(*(ordered.column(c).to_pylist() for c in ORDER_COLUMNS), strict=True)
+        for (gkb, sign, vj, skb, gkj, ts), at in zip(
+            zip(*(ordered.column(c).to_pylist() for c in ("gkb", "sign", "vj", "skb", "gkj", "ts")), strict=True),
+            positions,
+            strict=True,
         ):
             value = None if vj is None else json.loads(vj)
             key = None if gkj is None else json.loads(gkj)
             source_key = None if skb is None else json.loads(skb)["v"]
             current = state.get(gkb)
             agg, agg_ts = current if current is not None else (None, None)
+            if current is None and gkb in deleted and deleted[gkb][0] == at:
+                agg_ts = deleted[gkb][1]
             if sign < 0:
                 if agg is None:
                     continue
@@ -62,6 +72,9 @@ class FoldKernel:
                     agg = self._apply(self.adder, self.adder_arity, key, value, agg, source_key)
                 new_ts = ts if agg_ts is None else max(ts, agg_ts)
             state[gkb] = None if agg is None else (agg, new_ts)
+            stamps[gkb] = new_ts
+            if agg is None:
+                deleted[gkb] = (at, new_ts)
         out_g, out_old, out_new, out_ts, keys, writes = [], [], [], [], [], []
         for g in groups:
             old, new = before.get(g), state.get(g)
@@ -74,7 +87,7 @@ class FoldKernel:
             out_g.append(g)
             out_old.append(old_text)
             out_new.append(new_text)
-            out_ts.append(new[1] if new is not None else old[1])
+            out_ts.append(stamps[g])
         session.put(keys, writes)
         return pa.table(
             {

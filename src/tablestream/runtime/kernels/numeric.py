@@ -6,6 +6,7 @@ from __future__ import annotations
 import struct
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..state import StoreSession
 
@@ -55,16 +56,25 @@ def aggregate_deltas(table: pa.Table, session: StoreSession, *, floating: bool) 
     """
     if table.num_rows == 0:
         return _numeric_output([], [], [], [], floating)
-    frame = table.select(["gkb", "sign", "v", "ts"]).to_pandas()
-    frame["has"] = frame["v"].notna().astype("int64")
-    frame["sv"] = frame["sign"] * frame["v"].fillna(0)
-    frame["sn"] = frame["sign"] * frame["has"]
-    grouped = frame.groupby("gkb", sort=False).agg(dm=("sign", "sum"), dn=("sn", "sum"), ds=("sv", "sum"), ts=("ts", "max"))
-    keys = list(grouped.index)
+    # Integer sums stay integers (a null among them must not make them doubles).
+    signs = table.column("sign").cast(pa.int64())
+    values = table.column("v").cast(pa.float64() if floating else pa.int64())
+    deltas = pa.table({
+        "gkb": table.column("gkb"),
+        "dm": signs,
+        "dn": pc.multiply(signs, pc.is_valid(values).cast(pa.int64())),
+        "ds": pc.multiply(signs.cast(values.type), pc.fill_null(values, 0)),
+        "ts": table.column("ts"),
+    })
+    grouped = deltas.group_by("gkb", use_threads=False).aggregate(
+        [("dm", "sum"), ("dn", "sum"), ("ds", "sum"), ("ts", "max")]
+    )
+    keys = grouped.column("gkb").to_pylist()
+    sums = zip(*(grouped.column(c).to_pylist() for c in ("dm_sum", "dn_sum", "ds_sum", "ts_max")), strict=True)
     stored = session.get_before(keys)
     old_aggs, new_aggs, out_keys, stamps = [], [], [], []
     writes = []
-    for key, (dm, dn, ds, ts), before in zip(keys, grouped.itertuples(index=False), stored, strict=True):
+    for key, (dm, dn, ds, ts), before in zip(keys, sums, stored, strict=True):
         old = NumericAggregate.decode(before, floating) if before is not None else None
         members = (old.members if old else 0) + int(dm)
         nonnull = (old.nonnull if old else 0) + int(dn)
