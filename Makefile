@@ -21,7 +21,7 @@ kafka-jars: install
 demo: install
 	$(VENV)/bin/tablestream demo
 
-# Every tier but the slow one (the CI profile): unit, plan, Spark, scenarios, properties,
+# Every tier but the slow one (the CI profile): plan, kernels, stores, Spark, scenarios, properties,
 # runtime (crash test included) and the real-broker integration tests.
 test: install kafka-jars
 	$(VENV)/bin/pytest -q -m "not slow" $(PYTEST_ARGS)
