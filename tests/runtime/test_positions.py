@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tablestream.runtime.positions import with_order_time
+from tablestream.runtime.positions import read_positions
 
 SCHEMA = "topic string, partition int, offset bigint, timestamp bigint, value string"
 
@@ -30,7 +30,7 @@ def summarize(request):
 def order_times(frame, summarize: bool) -> list[tuple]:
     return sorted(
         (r.topic, r.partition, r.offset, r.timestamp, r.o_ts)
-        for r in with_order_time(frame, summarize=summarize).collect()
+        for r in read_positions(frame, {}, summarize=summarize).records.collect()
     )
 
 
@@ -110,13 +110,13 @@ def test_other_columns_pass_through_unchanged(spark, slices, summarize):
     rows = [("t", 0, i, 100 - i, f"v{i}") for i in range(6)]
     size = len(rows) // slices
     frame = records(spark, [rows[i * size : (i + 1) * size] for i in range(slices)])
-    out = with_order_time(frame, summarize=summarize)
+    out = read_positions(frame, {}, summarize=summarize).records
     assert out.columns == ["topic", "partition", "offset", "timestamp", "value", "o_ts"]
     assert sorted((r.offset, r.value, r.o_ts) for r in out.collect()) == [(i, f"v{i}", 100) for i in range(6)]
 
 
 def test_an_empty_batch_gets_the_column(spark, summarize):
-    out = with_order_time(spark.createDataFrame([], SCHEMA), summarize=summarize)
+    out = read_positions(spark.createDataFrame([], SCHEMA), {}, summarize=summarize).records
     assert out.columns[-1] == "o_ts"
     assert out.count() == 0
 
@@ -124,7 +124,6 @@ def test_an_empty_batch_gets_the_column(spark, summarize):
 def test_checks_find_each_sources_invalid_records_in_the_same_job(spark, summarize):
     from pyspark.sql import functions as F
 
-    from tablestream.runtime.positions import read_positions
 
     frame = records(
         spark,

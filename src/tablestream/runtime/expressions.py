@@ -126,10 +126,6 @@ def callable_column(
     return arrow_udf(run, result)(F.col(key), F.col(value))
 
 
-def _json_or_none(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"), sort_keys=False)
-
-
 def predicate_column(
     expr: Expr, shape: ValueShape, resolve, *, key_json: bool = False, skip_null: bool = False,
     key: str = "key", value: str = "value", ts: str = "ts",

@@ -166,11 +166,6 @@ def in_order(chunks: pa.Table) -> bool:
     return True
 
 
-def with_order_time(records: DataFrame, *, summarize: bool = True) -> DataFrame:
-    """``records`` with ``o_ts`` added (no checks)."""
-    return read_positions(records, {}, summarize=summarize).records
-
-
 def _with_order_time(records: DataFrame, positions: pa.Table) -> DataFrame:
     if positions.num_rows == 0:
         return records.withColumn("o_ts", F.col("timestamp"))
