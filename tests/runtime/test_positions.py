@@ -124,7 +124,6 @@ def test_an_empty_batch_gets_the_column(spark, summarize):
 def test_checks_find_each_sources_invalid_records_in_the_same_job(spark, summarize):
     from pyspark.sql import functions as F
 
-
     frame = records(
         spark,
         [[("a", 0, 0, 1, "ok"), ("a", 0, 1, 2, "bad"), ("b", 0, 0, 3, "bad")], [("a", 1, 5, 4, "bad")]],
