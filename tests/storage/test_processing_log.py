@@ -1,81 +1,97 @@
-"""decode_records splits raw topic records into good ones and processing-log errors;
-no record is dropped."""
+"""A stream source's records through the runtime: the ones that decode reach the output
+topic, the others the processing log with their reasons; no record is dropped."""
 
 from __future__ import annotations
 
 import base64
 import json
+from decimal import Decimal
 
+import pyarrow as pa
 import pytest
 
+from tablestream.dsl import StreamsBuilder
+from tablestream.runtime.batch import BatchContext, BatchOutput
+from tablestream.runtime.positions import read_positions
+from tablestream.runtime.rules.sources import SourceRule
+from tablestream.runtime.runner import BatchRunner
+from tablestream.runtime.state import StoreLayout
 from tablestream.storage.formats import get_format
-from tablestream.storage.processing_log import (
-    ERROR_COLUMNS,
-    decode_records,
-    processing_log_values,
-)
+from tablestream.storage.processing_log import ERROR_COLUMNS, processing_log_values
+from tablestream.testing import TestDriver
 
 pytestmark = pytest.mark.spark
 
-RECORD_SCHEMA = (
-    "key binary, value binary, topic string, partition int, offset bigint, timestamp bigint, "
-    "headers array<struct<key string, value binary>>"
-)
 BIGINT_42 = b"\x00\x00\x00\x00\x00\x00\x00*"
-
-
-def records(spark, rows):
-    return spark.createDataFrame(rows, RECORD_SCHEMA)
 
 
 def b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode()
 
 
+def run(spark, topic, rows, **formats):
+    """Pipe ``rows`` (key, value, partition, offset, timestamp) into a stream of ``topic``
+    written to ``out`` in the same formats, as one batch. Returns the good records
+    (key, value, partition, offset, timestamp), by the input's position of their unique
+    timestamp, and the processing log, both in (partition, offset) order."""
+    builder = StreamsBuilder()
+    builder.stream(topic, **formats).to("out", **formats)
+    with TestDriver(builder.build(), spark=spark, batched=True) as driver:
+        source = driver.create_input_topic(topic, partitions=3)
+        for key, value, partition, _, ts in rows:
+            source.pipe_raw(key, value, ts, partition=partition)
+        driver.advance()
+        out = driver.create_output_topic("out").read_records()
+        log = sorted(driver.processing_log, key=lambda e: (e["partition"], e["offset"]))
+    at = {ts: (p, o) for _, _, p, o, ts in rows}
+    assert len(at) == len(rows)
+    good = sorted(
+        ((r.key, r.value, *at[r.timestamp], r.timestamp) for r in out), key=lambda g: (g[2], g[3])
+    )
+    # Never dropped silently: every input record is in exactly one of good / logged.
+    good_ids = [(p, o) for _, _, p, o, _ in good]
+    logged_ids = [(e["partition"], e["offset"]) for e in log]
+    assert len(good_ids) + len(logged_ids) == len(rows)
+    assert set(good_ids).isdisjoint(logged_ids)
+    assert set(good_ids) | set(logged_ids) == {(p, o) for _, _, p, o, _ in rows}
+    assert all(list(e) == list(ERROR_COLUMNS) and e["topic"] == topic for e in log)
+    return good, log
+
+
+def entries(log):
+    """The processing-log JSON of the logged records."""
+    return [json.loads(v.as_py()) for v in processing_log_values(pa.Table.from_pylist(log))]
+
+
 def test_json_values_with_kafka_keys(spark):
-    key_format = get_format("KAFKA", "BIGINT")
-    value_format = get_format("JSON", "id BIGINT, name STRING")
-    h = [("trace", b"t1")]
     rows = [
-        (BIGINT_42, b'{"id": 1, "name": "a"}', "orders", 0, 0, 1000, h),
-        (BIGINT_42, b'{"id": 1,', "orders", 0, 1, 1001, []),
-        (BIGINT_42, None, "orders", 0, 2, 1002, []),  # tombstone
-        (BIGINT_42, b'{"id": "abc"}', "orders", 1, 0, 1003, None),
-        (b"\x00\x01", b'{"id": 2}', "orders", 1, 1, 1004, []),  # key of the wrong length
-        (None, b'{"id": 3, "name": "c"}', "orders", 1, 2, 1005, []),  # no key
-        (b"\x01", b"[", "orders", 1, 3, 1006, []),  # both bad
-        (BIGINT_42, b"", "orders", 2, 0, 1007, []),
+        (BIGINT_42, b'{"id": 1, "name": "a"}', 0, 0, 1000),
+        (BIGINT_42, b'{"id": 1,', 0, 1, 1001),
+        (BIGINT_42, None, 0, 2, 1002),  # tombstone
+        (BIGINT_42, b'{"id": "abc"}', 1, 0, 1003),
+        (b"\x00\x01", b'{"id": 2}', 1, 1, 1004),  # key of the wrong length
+        (None, b'{"id": 3, "name": "c"}', 1, 2, 1005),  # no key
+        (b"\x01", b"[", 1, 3, 1006),  # both bad
+        (BIGINT_42, b"", 2, 0, 1007),
     ]
-    df = records(spark, rows)
-    batch = decode_records(df, key_format, value_format)
-
-    good = [tuple(r) for r in batch.good.orderBy("partition", "offset").collect()]
-    assert batch.good.columns == [
-        "key",
-        "value",
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "headers",
+    good, log = run(
+        spark,
+        "orders",
+        rows,
+        key_format="KAFKA",
+        key_schema="BIGINT",
+        value_format="JSON",
+        value_schema="id BIGINT, name STRING",
+    )
+    assert good == [
+        (42, {"id": 1, "name": "a"}, 0, 0, 1000),
+        (42, None, 0, 2, 1002),
+        (None, {"id": 3, "name": "c"}, 1, 2, 1005),
     ]
     assert [
-        (k, None if v is None else v.asDict(), t, p, o, ts, [tuple(x) for x in hs])
-        for k, v, t, p, o, ts, hs in good
-    ] == [
-        (42, {"id": 1, "name": "a"}, "orders", 0, 0, 1000, [("trace", bytearray(b"t1"))]),
-        (42, None, "orders", 0, 2, 1002, []),
-        (None, {"id": 3, "name": "c"}, "orders", 1, 2, 1005, []),
-    ]
-
-    assert tuple(batch.errors.columns) == ERROR_COLUMNS
-    errors = [tuple(r) for r in batch.errors.orderBy("partition", "offset").collect()]
-    assert [
-        (t, p, o, ts, e, None if k is None else bytes(k), None if v is None else bytes(v))
-        for t, p, o, ts, e, k, v in errors
+        (e["partition"], e["offset"], e["timestamp"], e["error"], e["key"], e["value"]) for e in log
     ] == [
         (
-            "orders",
             0,
             1,
             1001,
@@ -83,18 +99,9 @@ def test_json_values_with_kafka_keys(spark):
             BIGINT_42,
             b'{"id": 1,',
         ),
+        (1, 0, 1003, "value: field 'id': expected BIGINT, got 'abc'", BIGINT_42, b'{"id": "abc"}'),
+        (1, 1, 1004, "key: a KAFKA BIGINT has 8 bytes, got 2", b"\x00\x01", b'{"id": 2}'),
         (
-            "orders",
-            1,
-            0,
-            1003,
-            "value: field 'id': expected BIGINT, got 'abc'",
-            BIGINT_42,
-            b'{"id": "abc"}',
-        ),
-        ("orders", 1, 1, 1004, "key: a KAFKA BIGINT has 8 bytes, got 2", b"\x00\x01", b'{"id": 2}'),
-        (
-            "orders",
             1,
             3,
             1006,
@@ -102,22 +109,10 @@ def test_json_values_with_kafka_keys(spark):
             b"\x01",
             b"[",
         ),
-        ("orders", 2, 0, 1007, "value: line 1 column 1: Expecting value", BIGINT_42, b""),
+        (2, 0, 1007, "value: line 1 column 1: Expecting value", BIGINT_42, b""),
     ]
 
-    # Never dropped silently: every input record is in exactly one of good / errors.
-    assert batch.good.count() + batch.errors.count() == df.count() == len(rows)
-    good_ids = {(r.partition, r.offset) for r in batch.good.select("partition", "offset").collect()}
-    error_ids = {
-        (r.partition, r.offset) for r in batch.errors.select("partition", "offset").collect()
-    }
-    assert good_ids.isdisjoint(error_ids)
-    assert good_ids | error_ids == {(p, o) for _, _, _, p, o, _, _ in rows}
-
-    logged = [
-        json.loads(v.as_py())
-        for v in processing_log_values(batch.errors.orderBy("partition", "offset").toArrow())
-    ]
+    logged = entries(log)
     assert logged[0] == {
         "topic": "orders",
         "partition": 0,
@@ -138,69 +133,102 @@ def test_json_values_with_kafka_keys(spark):
 
 
 def test_avro_and_delimited_values_with_string_keys(spark):
-    avro = get_format("AVRO", "id BIGINT, amount DECIMAL(6,2), at TIMESTAMP")
-    good_avro = avro.serialize({"id": 7, "amount": "12.5", "at": 86_400_000})
+    schema = "id BIGINT, amount DECIMAL(6,2), at TIMESTAMP"
+    good_avro = get_format("AVRO", schema).serialize({"id": 7, "amount": "12.5", "at": 86_400_000})
     rows = [
-        (b"k1", good_avro, "payments", 0, 10, 1, []),
-        (b"k2", good_avro[:3], "payments", 0, 11, 2, []),
-        (b"\xff", good_avro, "payments", 0, 12, 3, []),
-        (b"k4", None, "payments", 0, 13, 4, []),
+        (b"k1", good_avro, 0, 0, 1),
+        (b"k2", good_avro[:3], 0, 1, 2),
+        (b"\xff", good_avro, 0, 2, 3),
+        (b"k4", None, 0, 3, 4),
     ]
-    batch = decode_records(records(spark, rows), get_format("KAFKA", "STRING"), avro)
-    good = batch.good.orderBy("offset").collect()
+    good, log = run(
+        spark,
+        "payments",
+        rows,
+        key_format="KAFKA",
+        key_schema="STRING",
+        value_format="AVRO",
+        value_schema=schema,
+    )
     assert [
-        (r.key, r.offset, None if r.value is None else (r.value.id, str(r.value.amount)))
-        for r in good
+        (k, o, None if v is None else (v["id"], str(v["amount"]))) for k, v, _, o, _ in good
     ] == [
-        ("k1", 10, (7, "12.50")),
-        ("k4", 13, None),
+        ("k1", 0, (7, "12.50")),
+        ("k4", 3, None),
     ]
-    errors = batch.errors.orderBy("offset").collect()
-    assert [(r.offset, r.error, bytes(r.key)) for r in errors] == [
-        (11, "value: truncated Avro data: 3 bytes end inside the record", b"k2"),
+    assert isinstance(good[0][1]["amount"], Decimal)
+    assert [(e["offset"], e["error"], e["key"]) for e in log] == [
+        (1, "value: truncated Avro data: 3 bytes end inside the record", b"k2"),
         (
-            12,
+            2,
             "key: invalid UTF-8: 'utf-8' codec can't decode byte 0xff in position 0: invalid start byte",
             b"\xff",
         ),
     ]
 
-    delimited = get_format("DELIMITED", "id BIGINT, name STRING, ok BOOLEAN")
     rows = [
-        (None, b"1,a,true", "csv", 0, 0, 1, []),
-        (None, b"2,b", "csv", 0, 1, 2, []),
-        (None, b"3,c,false", "csv", 0, 2, 3, []),
-        (None, b"x,d,true", "csv", 0, 3, 4, []),
+        (None, b"1,a,true", 0, 0, 1),
+        (None, b"2,b", 0, 1, 2),
+        (None, b"3,c,false", 0, 2, 3),
+        (None, b"x,d,true", 0, 3, 4),
     ]
-    batch = decode_records(records(spark, rows), get_format("KAFKA", None), delimited)
-    assert [(r.offset, r.value.asDict()) for r in batch.good.orderBy("offset").collect()] == [
+    good, log = run(
+        spark,
+        "csv",
+        rows,
+        key_format="KAFKA",
+        value_format="DELIMITED",
+        value_schema="id BIGINT, name STRING, ok BOOLEAN",
+    )
+    assert [(o, v) for _, v, _, o, _ in good] == [
         (0, {"id": 1, "name": "a", "ok": True}),
         (2, {"id": 3, "name": "c", "ok": False}),
     ]
-    assert [
-        (r.offset, r.error, r.key, bytes(r.value)) for r in batch.errors.orderBy("offset").collect()
-    ] == [
+    assert [k for k, *_ in good] == [None, None]
+    assert [(e["offset"], e["error"], e["key"], e["value"]) for e in log] == [
         (1, "value: expected 3 fields, got 2", None, b"2,b"),
         (3, "value: field 'id': expected BIGINT, got 'x'", None, b"x,d,true"),
     ]
-    logged = json.loads(
-        processing_log_values(batch.errors.where("offset = 1").toArrow())[0].as_py()
-    )
-    assert logged == {
-        "topic": "csv",
-        "partition": 0,
-        "offset": 1,
-        "timestamp": 2,
-        "error": "value: expected 3 fields, got 2",
-        "key": None,
-        "value": b64(b"2,b"),
-    }
+    assert entries(log[:1]) == [
+        {
+            "topic": "csv",
+            "partition": 0,
+            "offset": 1,
+            "timestamp": 2,
+            "error": "value: expected 3 fields, got 2",
+            "key": None,
+            "value": b64(b"2,b"),
+        }
+    ]
 
 
-def test_good_records_run_no_python(spark):
-    rows = [(BIGINT_42, b'{"id": 1}', "t", 0, 0, 0, [])]
-    batch = decode_records(
-        records(spark, rows), get_format("KAFKA", "BIGINT"), get_format("JSON", "id BIGINT")
+def test_good_records_run_no_python(spark, tmp_path):
+    """Checking and decoding are Spark functions; only the reasons of failed records
+    are computed by Python."""
+    builder = StreamsBuilder()
+    builder.stream("t", key_schema="BIGINT", value_schema="id BIGINT").to("out")
+    runner = BatchRunner(
+        builder.build(), StoreLayout(tmp_path / "stores", tmp_path / "changelog"), 1
     )
-    assert "EvalPython" not in batch.good._jdf.queryExecution().executedPlan().toString()
-    assert "ArrowEvalPython" in batch.errors._jdf.queryExecution().executedPlan().toString()
+    records = spark.createDataFrame(
+        [(BIGINT_42, b'{"id": 1}', "t", 0, 0, 0, []), (BIGINT_42, b"[", "t", 0, 1, 1, [])],
+        "key binary, value binary, topic string, partition int, offset bigint, timestamp bigint, "
+        "headers array<struct<key string, value binary>>",
+    )
+    checks = runner.source_checks()
+    positions = read_positions(records, checks)
+    batch = BatchContext(0, positions, runner.physical, BatchOutput(), compute_first=False)
+    [(node, rule)] = [(n, r) for n, r in runner.rules if isinstance(r, SourceRule)]
+
+    def plan(df):
+        return df._jdf.queryExecution().executedPlan().toString()
+
+    assert "EvalPython" not in plan(records.select(checks[node.name]))
+    good = rule.decode(batch)
+    [errors] = batch.output.errors
+    assert "EvalPython" not in plan(good)
+    assert "ArrowEvalPython" in plan(errors)
+    assert [(r.o_off, r.key, r.value.id) for r in good.collect()] == [(0, 42, 1)]
+    assert [(r.offset, r.error) for r in errors.collect()] == [
+        (1, "value: line 1 column 2: Expecting value")
+    ]
