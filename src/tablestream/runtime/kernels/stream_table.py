@@ -15,12 +15,16 @@ from ..state import StoreSession
 from .codec import decode_timestamped, encode_timestamped
 from .order import ORDER_COLUMNS, ORDER_FIELDS, in_order
 
+# Kinds of the rows entering the stage.
+TABLE_CHANGE = 0  # a change of the table (``vb`` its new value)
+STREAM_RECORD = 1  # a stream record looking up its key
+
 SCHEMA = pa.schema([("sk", pa.binary()), ("sv", pa.binary()), ("tv", pa.binary()), ("ts", pa.int64()), *ORDER_FIELDS])
 
 
 def stream_table_join(table: pa.Table, mirror: StoreSession) -> pa.Table:
-    """Each stream record (``kind`` 1) with the table value of its key (``kb``) as of
-    its ordering key: the mirror before the batch, then the table changes (``kind`` 0)
+    """Each stream record (:data:`STREAM_RECORD`) with the table value of its key (``kb``) as of
+    its ordering key: the mirror before the batch, then the table changes (:data:`TABLE_CHANGE`)
     of the batch that come before it."""
     rows = in_order(table).to_pylist()
     keys = sorted({r["kb"] for r in rows})
@@ -29,7 +33,7 @@ def stream_table_join(table: pa.Table, mirror: StoreSession) -> pa.Table:
     out: dict[str, list] = {name: [] for name in ("sk", "sv", "tv", "ts", *ORDER_COLUMNS)}
     for row in rows:
         kb = row["kb"]
-        if row["kind"] == 0:
+        if row["kind"] == TABLE_CHANGE:
             current[kb] = row["vb"]
             last_change[kb] = row
             continue

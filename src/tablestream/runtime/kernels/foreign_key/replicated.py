@@ -17,6 +17,10 @@ from .subscriptions import subscription_keys, subscription_prefix
 _NO_FK = 0xFFFFFFFF  # the foreign-key length of a left row without a foreign key
 
 
+# Sides of the rows entering the stage.
+RIGHT_ROW = 0  # a right row of the batch, sent to every partition
+LEFT_ROW = 1  # a left row of this partition
+
 _BYTES = pa.schema([
     ("lk", pa.binary()), ("l_old", pa.binary()), ("l_new", pa.binary()),
     ("r_old", pa.binary()), ("r_new", pa.binary()), ("ts", pa.int64()),
@@ -77,8 +81,8 @@ def replicated_foreign_key_join(
     value, so a right change finds its subscribers' values in one walk), so a batch is
     one stage.
 
-    Rows: ``side`` 1 the left rows of this partition (``kb`` the left key, ``vb`` its new
-    value or null, ``fk`` its foreign key), ``side`` 0 every right row of the batch
+    Rows: ``side`` :data:`LEFT_ROW` the left rows of this partition (``kb`` the left key, ``vb`` its new
+    value or null, ``fk`` its foreign key), ``side`` :data:`RIGHT_ROW` every right row of the batch
     (``kb`` its key, ``vb`` its new value or null); the last of each key by the ordering
     key wins, and one that leaves its row as it was changes nothing (emit on change).
 
@@ -89,8 +93,8 @@ def replicated_foreign_key_join(
     change: the larger of its and the change's). With ``left_type`` / ``right_type`` /
     ``key_type`` (Arrow types) values and keys leave decoded."""
     side = table.column("side")
-    lefts = last_per_key(table.filter(pc.equal(side, 1)))
-    rights = last_per_key(table.filter(pc.equal(side, 0)))
+    lefts = last_per_key(table.filter(pc.equal(side, LEFT_ROW)))
+    rights = last_per_key(table.filter(pc.equal(side, RIGHT_ROW)))
 
     def decoder(value_type):
         # Each distinct value is decoded once, before it is repeated across the rows.

@@ -181,9 +181,9 @@ class ForeignKeyRule(Rule):
         lkb = key_bytes(left)
         routes = [F.lit(bytearray(r)) for r in _routes(self.physical, left.df)]
         common = [canonical_bytes(F.col("new")).alias("vb"), "ts", *ORDER]
-        left_rows = [lkb.alias("route"), F.lit(1).cast("tinyint").alias("side"), lkb.alias("kb"),
+        left_rows = [lkb.alias("route"), F.lit(replicated.LEFT_ROW).cast("tinyint").alias("side"), lkb.alias("kb"),
                      selected_key_bytes(self.node.foreign_key, left, self.resolve).alias("fk"), *common]
-        right_rows = [F.explode(F.array(*routes)).alias("route"), F.lit(0).cast("tinyint").alias("side"),
+        right_rows = [F.explode(F.array(*routes)).alias("route"), F.lit(replicated.RIGHT_ROW).cast("tinyint").alias("side"),
                       key_bytes(right).alias("kb"), F.lit(None).cast("binary").alias("fk"), *common]
         kernel, schema, decoded_out, decoded_key = self._kernel(
             left, right, replicated.replicated_foreign_key_join, replicated.schema, decode_key=True

@@ -86,9 +86,9 @@ class StreamTableRule(Rule):
         nothing = F.lit(None).cast("binary")
         return named((
             lookup.isNotNull() & F.col("value").isNotNull(),
-            [lookup.alias("kb"), F.lit(1).cast("tinyint").alias("kind"), nothing.alias("vb"),
+            [lookup.alias("kb"), F.lit(stream_table.STREAM_RECORD).cast("tinyint").alias("kind"), nothing.alias("vb"),
              key_bytes(stream).alias("sk"), canonical_bytes(F.col("value")).alias("sv"), "ts", *ORDER],
-            [key_bytes(table).alias("kb"), F.lit(0).cast("tinyint").alias("kind"),
+            [key_bytes(table).alias("kb"), F.lit(stream_table.TABLE_CHANGE).cast("tinyint").alias("kind"),
              canonical_bytes(F.col("new")).alias("vb"), nothing.alias("sk"), nothing.alias("sv"), "ts", *ORDER],
             lookup.isNull() & F.col("value").isNotNull(),
             [key_from_bytes(F.col("sk"), stream).alias("key"),
