@@ -279,15 +279,15 @@ class Application:
         current.write.format("delta").mode("overwrite").save(str(path))
 
     def describe(self) -> str:
-        """The topology, and every state store the runtime keeps, with its kind, the node
-        that keeps it and its state partitions (a join's copies of its input tables and
-        its subscriptions included)."""
-        queryable = {s.name for s in self.topology.stores if s.queryable}
+        """The topology; every state store the runtime keeps, with its kind, the node that
+        keeps it and its state partitions (a join's copies of its input tables and its
+        subscriptions included); and the materialized tables users can read."""
         plural = "s" if self.partitions != 1 else ""
         lines = [str(self.topology.describe()).rstrip(), "", "State stores:"]
         for s in self.runner.physical.stores:
-            lines.append(
-                f"  {s.name} ({s.kind}, owner {s.owner}, {self.partitions} partition{plural}"
-                f"{', queryable' if s.name in queryable else ''})"
-            )
+            lines.append(f"  {s.name} ({s.kind}, owner {s.owner}, {self.partitions} partition{plural})")
+        tables = [s for s in self.topology.stores if s.queryable]
+        if tables:
+            lines += ["", "Materialized tables:"]
+            lines += [f"  {s.name} (owner {s.owner})" for s in tables]
         return "\n".join(lines) + "\n"
