@@ -8,12 +8,13 @@ Layout under ``<home>/apps/<application id>/``::
     state/          live RocksDB stores, one per (store, state partition)
     changelog/      the stores' changelog files and snapshots (restore)
     tables/<store>  each materialized table's changelog, a Delta table users read
+                    (:class:`~tablestream.storage.tables.DeltaTables`)
 
 Exactly once: a batch id always covers the same input (Spark's offset log); stores
 read a replayed batch as they were before it; every write of a batch — records to
 output topics, table changelogs, the processing log — is a Delta commit that carries
 the application's transaction version (the batch id), so a replayed batch skips what
-was already committed.
+was already committed (one commit path for every output: ``runtime/commit.py``).
 """
 
 from __future__ import annotations
@@ -23,18 +24,18 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from .. import config as ts_config
 from ..errors import TablestreamError
 from ..plan.topology import Topology
 from ..storage.embedded import EmbeddedStore
 from ..storage.processing_log import processing_log_topic, processing_log_values
+from ..storage.tables import DeltaTables, MaterializedTables, transaction_app
 from ..storage.topic import TopicConfig
 from .batch import BatchOutput
-from .output import collect_batch
+from .commit import commit_batch
+from .output import TableEncoding, collect_batch
 from .runner import BatchRunner
 from .state import StoreLayout
 
@@ -55,8 +56,12 @@ class AppPaths:
     def layout(self) -> StoreLayout:
         return StoreLayout(self.root / "state", self.root / "changelog")
 
+    @property
+    def tables(self) -> Path:
+        return self.root / "tables"
+
     def table(self, store: str) -> Path:
-        return self.root / "tables" / store
+        return self.tables / store
 
 
 class Application:
@@ -71,7 +76,7 @@ class Application:
     Kafka Streams). ``max_files_per_batch``: an upper bound on each micro-batch, in
     appended files of the embedded topics. ``snapshot_every``: batches between store
     snapshots. ``compact_tables_every``: batches between compactions of the
-    materialized tables' changelogs.
+    materialized tables' changelogs (``tables``, a :class:`DeltaTables`).
     """
 
     def __init__(
@@ -104,7 +109,8 @@ class Application:
         self.max_files_per_batch = max_files_per_batch
         self.compact_tables_every = compact_tables_every
         self._query = None
-        self._txn_app = f"tablestream:{application_id}"
+        self.tables: MaterializedTables = DeltaTables(self.paths.tables, application_id)
+        self._sink = _ApplicationSink(self)
         self._ensure_topics()
         topic_partitions = {t: self.store.topic_config(t).partitions for t in self._source_topics()}
         self.runner = BatchRunner(topology, self.layout, self.partitions, topic_partitions)
@@ -167,46 +173,7 @@ class Application:
             out.release()
 
     def _commit(self, out: BatchOutput, batch_id: int) -> None:
-        txn = (self._txn_app, batch_id)
-        collected = collect_batch(out)
-        for topic, table in collected.records.items():
-            self.store.append(topic, table, txn=txn)
-        for store, changes in collected.tables.items():
-            self._append_table_changes(store, changes, batch_id)
-        if collected.tables and batch_id > 0 and batch_id % self.compact_tables_every == 0:
-            for store in collected.tables:
-                self.compact_table(store)
-        if collected.errors is not None and collected.errors.num_rows:
-            entries = collected.errors
-            log = pa.table(
-                {
-                    "key": pa.nulls(entries.num_rows, pa.binary()),
-                    "value": processing_log_values(entries),
-                    "timestamp": entries.column("timestamp"),
-                }
-            )
-            self.store.append(processing_log_topic(self.application_id), log, txn=txn)
-
-    def _append_table_changes(self, store: str, changes: pa.Table, batch_id: int) -> None:
-        path = self.paths.table(store)
-        rows = (
-            changes.append_column("batch", pa.array(np.full(changes.num_rows, batch_id, np.int64)))
-            .append_column("seq", pa.array(np.arange(changes.num_rows, dtype=np.int64)))
-            .rename_columns(["key", "value", "ts", "batch", "seq"])
-        )
-        if DeltaTable.is_deltatable(str(path)):
-            done = DeltaTable(str(path)).transaction_version(self._txn_app)
-            if done is not None and done >= batch_id:
-                return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_deltalake(
-            str(path),
-            rows,
-            mode="append",
-            commit_properties=CommitProperties(
-                app_transactions=[Transaction(self._txn_app, batch_id)]
-            ),
-        )
+        commit_batch(collect_batch(out), self._sink, batch_id)
 
     def _stream(self):
         options = {}
@@ -245,38 +212,17 @@ class Application:
     def table(self, store: str):
         """A materialized table's current contents as a Spark DataFrame (``key, value,
         ts``): the latest change per key, deleted keys left out."""
-        from pyspark.sql import functions as F
-
         queryable = {s.name for s in self.topology.stores if s.queryable}
         if store not in queryable:
             raise ApplicationError(
                 f"No materialized table '{store}' (materialized tables: {', '.join(sorted(queryable)) or 'none'})"
             )
-        path = self.paths.table(store)
-        if not DeltaTable.is_deltatable(str(path)):
-            return self.spark.createDataFrame([], "key string, value string, ts bigint")
-        changes = self.spark.read.format("delta").load(str(path))
-        latest = changes.groupBy(F.to_json(F.struct("key")).alias("_k")).agg(
-            F.max_by(F.struct("key", "value", "ts"), F.struct("batch", "seq")).alias("row")
-        )
-        return latest.select("row.*").where(F.col("value").isNotNull())
+        return self.tables.read(self.spark, store)
 
     def compact_table(self, store: str) -> None:
         """Rewrite a materialized table's changelog as its current rows (one per key,
         deleted keys gone). Reads give the same rows before and after."""
-        path = self.paths.table(store)
-        if not DeltaTable.is_deltatable(str(path)):
-            return
-        from pyspark.sql import functions as F
-
-        changes = self.spark.read.format("delta").load(str(path))
-        current = (
-            changes.groupBy(F.to_json(F.struct("key")).alias("_k"))
-            .agg(F.max_by(F.struct(*changes.columns), F.struct("batch", "seq")).alias("row"))
-            .select("row.*")
-            .where(F.col("value").isNotNull())
-        )
-        current.write.format("delta").mode("overwrite").save(str(path))
+        self.tables.compact(self.spark, store)
 
     def describe(self) -> str:
         """The topology; every state store the runtime keeps, with its kind, the node that
@@ -291,3 +237,34 @@ class Application:
             lines += ["", "Materialized tables:"]
             lines += [f"  {s.name} (owner {s.owner})" for s in tables]
         return "\n".join(lines) + "\n"
+
+
+class _ApplicationSink:
+    """A batch's outputs into the application's topic store and materialized tables,
+    every write idempotent per batch id; tables compacted every
+    ``compact_tables_every`` batches."""
+
+    def __init__(self, app: Application):
+        self.app = app
+        self.txn_app = transaction_app(app.application_id)
+        self.log_topic = processing_log_topic(app.application_id)
+
+    def write_records(self, topic: str, records: pa.Table, batch_id: int) -> None:
+        self.app.store.append(topic, records, txn=(self.txn_app, batch_id))
+
+    def write_changes(
+        self, store: str, changes: pa.Table, encoding: TableEncoding, batch_id: int
+    ) -> None:
+        self.app.tables.append(store, changes, batch_id)
+        if batch_id > 0 and batch_id % self.app.compact_tables_every == 0:
+            self.app.compact_table(store)
+
+    def write_processing_log(self, entries: pa.Table, batch_id: int) -> None:
+        log = pa.table(
+            {
+                "key": pa.nulls(entries.num_rows, pa.binary()),
+                "value": processing_log_values(entries),
+                "timestamp": entries.column("timestamp"),
+            }
+        )
+        self.app.store.append(self.log_topic, log, txn=(self.txn_app, batch_id))

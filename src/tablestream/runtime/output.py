@@ -57,15 +57,27 @@ def encode_column(column: str, dtype: DataType, fmt: Format):
     return fmt.encode(F.col(column))
 
 
+@dataclass(frozen=True)
+class TableEncoding:
+    """How a materialized table's changes hold keys and values: ``key_json`` /
+    ``value_json`` when they are JSON text (a Python callable produced them), else
+    Spark values."""
+
+    key_json: bool
+    value_json: bool
+
+
 @dataclass
 class CollectedBatch:
     """Everything one batch writes, on the driver: records per output topic (``key``,
     ``value`` bytes, ``timestamp``, in the ordering key's order), changes per materialized
-    table (``key``, ``new``, ``ts``, ordered the same way) and processing-log entries
-    (``topic, partition, offset, timestamp, error, key, value``, in offset order)."""
+    table (``key``, ``new``, ``ts``, ordered the same way) with their encodings, and
+    processing-log entries (``topic, partition, offset, timestamp, error, key, value``, in
+    offset order)."""
 
     records: dict[str, pa.Table] = field(default_factory=dict)
     tables: dict[str, pa.Table] = field(default_factory=dict)
+    encodings: dict[str, TableEncoding] = field(default_factory=dict)
     errors: pa.Table | None = None
 
 
@@ -112,6 +124,8 @@ def collect_batch(out: BatchOutput) -> CollectedBatch:
     for i, (kind, name, _, _) in enumerate(parts):
         if kind == "tables":
             collected.tables[name] = _ordered(rows[i])
+            frame = out.tables[name]
+            collected.encodings[name] = TableEncoding(frame.key_json, frame.value.json_text)
     error_tables = [rows[i] for i, (kind, *_rest) in enumerate(parts) if kind == "errors"]
     if error_tables:
         errors = pa.concat_tables(error_tables)

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -32,6 +32,9 @@ from ..plan.topology import Topology
 from ..storage.formats import Format, get_format
 from ..storage.partitioner import partition_for_key
 from ..storage.undeclared import undeclared_kafka_value
+
+if TYPE_CHECKING:
+    from ..runtime.output import TableEncoding
 
 __all__ = ["TestDriver", "TestInputTopic", "TestOutputTopic", "TestRecord"]
 
@@ -96,6 +99,7 @@ class TestDriver:
         self._outputs: dict[str, list[TestRecord]] = {}
         self._tables: dict[str, dict[Any, Any]] = {}
         self.processing_log: list[dict[str, Any]] = []
+        self._sink = _MemorySink(self._outputs, self._tables, self.processing_log)
 
     # ---------------------------------------------------------------- topics
     def create_input_topic(self, topic: str, *, partitions: int = 1) -> TestInputTopic:
@@ -166,6 +170,7 @@ class TestDriver:
         """Run the records piped since the last batch as one batch."""
         if not self._pending:
             return
+        from ..runtime.commit import commit_batch
         from ..runtime.output import collect_batch
 
         records = pa.Table.from_pylist(self._pending, schema=_INPUT_SCHEMA)
@@ -173,35 +178,7 @@ class TestDriver:
         frame = self.spark.createDataFrame(records)
         out = self.runner.run(frame, self.batch_id)
         try:
-            collected = collect_batch(out)
-            for topic, table in collected.records.items():
-                self._outputs.setdefault(topic, []).extend(
-                    (k, v, ts)
-                    for k, v, ts in zip(
-                        table.column("key").to_pylist(),
-                        table.column("value").to_pylist(),
-                        table.column("timestamp").to_pylist(),
-                        strict=True,
-                    )
-                )
-            for store, frame_ in out.tables.items():
-                rows = collected.tables[store].to_pylist()
-                contents = self._tables.setdefault(store, {})
-                for row in rows:
-                    key = (
-                        json.loads(row["key"])
-                        if frame_.key_json and row["key"] is not None
-                        else row["key"]
-                    )
-                    key = _hashable(key)
-                    if row["new"] is None:
-                        contents.pop(key, None)
-                    else:
-                        contents[key] = (
-                            json.loads(row["new"]) if frame_.value.json_text else row["new"]
-                        )
-            if collected.errors is not None:
-                self.processing_log.extend(collected.errors.to_pylist())
+            commit_batch(collect_batch(out), self._sink, self.batch_id)
         finally:
             out.release()
         self.batch_id += 1
@@ -228,6 +205,50 @@ class TestDriver:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _MemorySink:
+    """A batch's outputs into the driver's memory: ``(key, value, timestamp)`` per topic,
+    tables as dicts (JSON-text keys and values decoded), processing-log entries as dicts."""
+
+    def __init__(
+        self,
+        outputs: dict[str, list[tuple[bytes | None, bytes | None, int]]],
+        tables: dict[str, dict[Any, Any]],
+        processing_log: list[dict[str, Any]],
+    ):
+        self.outputs = outputs
+        self.tables = tables
+        self.processing_log = processing_log
+
+    def write_records(self, topic: str, records: pa.Table, batch_id: int) -> None:
+        self.outputs.setdefault(topic, []).extend(
+            zip(
+                records.column("key").to_pylist(),
+                records.column("value").to_pylist(),
+                records.column("timestamp").to_pylist(),
+                strict=True,
+            )
+        )
+
+    def write_changes(
+        self, store: str, changes: pa.Table, encoding: TableEncoding, batch_id: int
+    ) -> None:
+        contents = self.tables.setdefault(store, {})
+        for row in changes.to_pylist():
+            key = (
+                json.loads(row["key"])
+                if encoding.key_json and row["key"] is not None
+                else row["key"]
+            )
+            key = _hashable(key)
+            if row["new"] is None:
+                contents.pop(key, None)
+            else:
+                contents[key] = json.loads(row["new"]) if encoding.value_json else row["new"]
+
+    def write_processing_log(self, entries: pa.Table, batch_id: int) -> None:
+        self.processing_log.extend(entries.to_pylist())
 
 
 class TestInputTopic:

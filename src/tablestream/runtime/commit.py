@@ -1,0 +1,48 @@
+"""Committing a batch's outputs: records to their topics, changes to the materialized
+tables, then processing-log entries, each handed to a :class:`BatchSink` (the
+application's topic store and tables, or the test driver's memory)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import pyarrow as pa
+
+from .output import CollectedBatch, TableEncoding
+
+__all__ = ["BatchSink", "commit_batch"]
+
+
+class BatchSink(Protocol):
+    """Where a batch's outputs go. Each write of a replayed batch id must leave the
+    outputs as the first one did (the application's writes are idempotent)."""
+
+    def write_records(self, topic: str, records: pa.Table, batch_id: int) -> None:
+        """Append records (``key``, ``value`` bytes, ``timestamp``) to ``topic``."""
+        ...
+
+    def write_changes(
+        self, store: str, changes: pa.Table, encoding: TableEncoding, batch_id: int
+    ) -> None:
+        """Apply changes (``key, new, ts``; ``new`` null for a deletion) to a
+        materialized table."""
+        ...
+
+    def write_processing_log(self, entries: pa.Table, batch_id: int) -> None:
+        """Append processing-log entries (``topic, partition, offset, timestamp, error,
+        key, value``)."""
+        ...
+
+
+def commit_batch(collected: CollectedBatch, sink: BatchSink, batch_id: int) -> None:
+    """Write everything one batch produced to ``sink``, in a fixed order: records per
+    topic, changes per table, then processing-log entries (if any).
+
+    >>> commit_batch(collect_batch(out), sink, batch_id=3)    # doctest: +SKIP
+    """
+    for topic, records in collected.records.items():
+        sink.write_records(topic, records, batch_id)
+    for store, changes in collected.tables.items():
+        sink.write_changes(store, changes, collected.encodings[store], batch_id)
+    if collected.errors is not None and collected.errors.num_rows:
+        sink.write_processing_log(collected.errors, batch_id)
