@@ -262,6 +262,25 @@ def test_flat_map_values_with_sql_and_callables(spark):
     }
 
 
+def test_flat_map_and_flat_map_values_with_spark_columns(spark):
+    """A Spark Column works as the mapper as SQL text does: an array of values, or of
+    ``struct<key, value>`` records."""
+    b = StreamsBuilder()
+    baskets = b.stream("baskets", value_schema="customer STRING, items ARRAY<STRING>")
+    baskets.flat_map(
+        F.transform(F.col("value.items"), lambda i: F.struct(i.alias("key"), F.col("value.customer").alias("value")))
+    ).to("records")
+    baskets.flat_map_values(F.col("value.items")).to("values")
+    records = [
+        ("baskets", "o1", {"customer": "c1", "items": ["pen", "ink"]}, 10),
+        ("baskets", "o2", {"customer": "c2", "items": []}, 11),
+        ("baskets", "o3", {"customer": "c3", "items": ["pen"]}, 12),
+    ]
+    out = run_batch(spark, b, records, "records", "values")
+    assert by_key(out["records"]) == by_key([R("pen", "c1", 10), R("ink", "c1", 10), R("pen", "c3", 12)])
+    assert by_key(out["values"]) == {"o1": [("pen", 10), ("ink", 10)], "o3": [("pen", 12)]}
+
+
 # -------------------------------------------------------------- KStream: select_key
 def test_select_key_with_sql_callable_and_column(spark):
     """The key changes, value and timestamp do not."""

@@ -96,7 +96,7 @@ class TestDriver:
         self.batch_id = 0
         self._pending: list[dict[str, Any]] = []
         self._offsets: dict[tuple[str, int], int] = {}
-        self._outputs: dict[str, list[TestRecord]] = {}
+        self._outputs: dict[str, list[tuple[bytes | None, bytes | None, int]]] = {}
         self._tables: dict[str, dict[Any, Any]] = {}
         self.processing_log: list[dict[str, Any]] = []
         self._sink = _MemorySink(self._outputs, self._tables, self.processing_log)
