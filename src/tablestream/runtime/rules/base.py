@@ -54,6 +54,7 @@ class Rule:
         self.node = node
         self.physical = physical
         self.resolve = physical.topology.resolve
+        self.store_names = tuple(s.name for s in self.stores(node, physical))
 
     def apply(self, batch: BatchContext, *inputs: Frame) -> Frame | None:
         """This node's rows of one batch, from its parents' (in ``node.parents`` order)."""

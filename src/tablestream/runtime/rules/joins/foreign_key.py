@@ -50,7 +50,6 @@ class ForeignKeyRule(Rule):
 
     def __init__(self, node, physical: PhysicalPlan):
         super().__init__(node, physical)
-        self.stage_stores = tuple(s.name for s in self.stores(node, physical))
         self.joiner = TableJoiner(node.joiner, node.kind, self.resolve)
         self.prepared = None
 
@@ -101,7 +100,7 @@ class ForeignKeyRule(Rule):
         )
         # Back by left key: a changed left row meets the right rows of its old and new
         # foreign keys; an unchanged one the change of the right row it references.
-        combined = batch.persist(batch.stage(self.stage_stores).run(rows, "fkb", kernel, schema), self.node.name)
+        combined = batch.persist(batch.stage(self.store_names).run(rows, "fkb", kernel, schema), self.node.name)
         grouped = combined.groupBy("lkb").agg(*aggregates)
         return evaluated_once(grouped, decoded_cols).select(*picked)
 
@@ -171,7 +170,7 @@ class ForeignKeyRule(Rule):
         bind, left_rows, right_rows, kernel, schema, columns, guarded = self.prepared
         rows = left.df.withColumns(bind).select(*left_rows).unionByName(right.df.select(*right_rows))
         changes = batch.persist(
-            batch.stage(self.stage_stores).run(rows, "route", kernel, schema, key_places_only=True), self.node.name
+            batch.stage(self.store_names).run(rows, "route", kernel, schema, key_places_only=True), self.node.name
         )
         # Decodes left to Spark must run once per row; when the kernel decoded everything
         # there is nothing to guard.

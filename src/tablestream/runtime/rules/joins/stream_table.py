@@ -32,7 +32,6 @@ class StreamTableRule(Rule):
 
     def __init__(self, node, physical: PhysicalPlan):
         super().__init__(node, physical)
-        self.store = f"{node.name}-TABLE"
         self.joiner = Joiner(node.joiner, node.kind, self.resolve, {"value": ("l", "r")})
         self.inputs = None
 
@@ -71,7 +70,7 @@ class StreamTableRule(Rule):
         table_rows = table.versions if table.versions is not None else table.df
         rows = stream.df.where(matched).select(*stream_cols).unionByName(table_rows.select(*table_cols))
         looked_up = batch.persist(
-            batch.stage(self.store).run(rows, "kb", stream_table.stream_table_join, stream_table.SCHEMA), node.name
+            batch.stage(self.store_names).run(rows, "kb", stream_table.stream_table_join, stream_table.SCHEMA), node.name
         )
         decoded = looked_up.select(*decoded_cols)
         if node.kind == "left":

@@ -29,7 +29,6 @@ class TableTableRule(Rule):
 
     def __init__(self, node, physical: PhysicalPlan):
         super().__init__(node, physical)
-        self.sides = (f"{node.name}-LEFT", f"{node.name}-RIGHT")
         self.joiner = TableJoiner(node.joiner, node.kind, self.resolve)
         self.inputs = None
 
@@ -55,7 +54,7 @@ class TableTableRule(Rule):
         left_in, right_in, decoded_cols = self.inputs
         rows = left.df.select(*left_in).unionByName(right.df.select(*right_in))
         changes = batch.persist(
-            batch.stage(self.sides).run(rows, "kb", table_join.table_join, table_join.SCHEMA), self.node.name
+            batch.stage(self.store_names).run(rows, "kb", table_join.table_join, table_join.SCHEMA), self.node.name
         )
         decoded = evaluated_once(changes, decoded_cols)
         df = self.joiner.changes(decoded, left.value, right.value)
