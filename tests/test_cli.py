@@ -159,3 +159,24 @@ def test_installed_command_produce_then_consume(tmp_path):
         {"key": "k", "value": {"n": 1}, "timestamp": 10, "partition": 0, "offset": 0},
         {"key": "k", "value": None, "timestamp": 11, "partition": 0, "offset": 1},
     ]
+
+
+def test_app_reset_deletes_what_the_application_keeps(tmp_path):
+    """``app reset`` removes an application's directory (checkpoint, stores, changelogs,
+    tables) and nothing else; an unknown or invalid id is one line of error."""
+    root = tmp_path / "apps" / "revenue"
+    (root / "checkpoint").mkdir(parents=True)
+    (root / "app.json").write_text('{"partitions": 2}')
+    (tmp_path / "apps" / "other").mkdir()
+    reset = cli(tmp_path, "app", "reset", "revenue")
+    assert (reset.exit_code, reset.output) == (
+        0,
+        "Reset application revenue: checkpoint, state stores, changelogs and materialized tables "
+        "deleted; output topics and the processing log kept\n",
+    )
+    assert not root.exists()
+    assert (tmp_path / "apps" / "other").is_dir()
+    again = cli(tmp_path, "app", "reset", "revenue")
+    assert (again.exit_code, again.output) == (1, f"Error: No application 'revenue' in {tmp_path}\n")
+    invalid = cli(tmp_path, "app", "reset", "..")
+    assert (invalid.exit_code, invalid.output) == (1, "Error: Invalid application id '..' (a name without '/')\n")

@@ -36,6 +36,8 @@ app = typer.Typer(
 )
 topics_app = typer.Typer(help="Create, list, describe and delete topics.", no_args_is_help=True)
 app.add_typer(topics_app, name="topics")
+apps_app = typer.Typer(help="Manage applications.", no_args_is_help=True)
+app.add_typer(apps_app, name="app")
 
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -287,6 +289,27 @@ def compact(topic: str, home: Home = None) -> None:
     def action() -> None:
         result = open_store(None, home).compact(topic)
         stdout.print(f"Compacted {topic}: {result['before']} -> {result['after']} records", markup=False)
+
+    _run(action)
+
+
+# ------------------------------------------------------------------------------- app
+@apps_app.command("reset")
+def app_reset(application_id: str, home: Home = None) -> None:
+    """Start APPLICATION_ID over from the beginning of its source topics: delete its
+    checkpoint, state stores, changelogs and materialized tables. Output topics and the
+    processing log are kept. Stop the application first."""
+    from . import config as ts_config
+    from .runtime.layout import reset_application
+
+    def action() -> None:
+        if not reset_application(application_id, home):
+            raise CliError(f"No application '{application_id}' in {ts_config.home(home)}")
+        stdout.print(
+            f"Reset application {application_id}: checkpoint, state stores, changelogs and "
+            "materialized tables deleted; output topics and the processing log kept",
+            markup=False,
+        )
 
     _run(action)
 

@@ -108,3 +108,42 @@ def test_a_batch_after_a_large_one_has_its_positions_summed_up_by_its_tasks(tmp_
     assert chosen == [True, True, False, False, True]
     revenue = {row.key: (row.value, row.ts) for row in app.table("revenue").collect()}
     assert revenue == {"ada": (45.0, 1_008)}
+
+
+def test_reset_starts_over_from_the_beginning_and_allows_another_partition_count(tmp_path, spark):
+    """After ``reset()`` the application reads its topics from the start again (its
+    tables are rebuilt, its output topics are kept, so they hold the outputs twice) and
+    a new instance may choose another state partition count; a running one is refused."""
+    from tablestream.runtime.app import ApplicationError
+
+    store, app = _orders_app(tmp_path / "home", spark)
+    store.produce("orders", [
+        Record(b"o1", b'{"customer": "ada", "amount": 10.0}', 1_000),
+        Record(b"o2", b'{"customer": "bob", "amount": 2.5}', 1_001),
+    ])
+    app.run_until_caught_up()
+    with pytest.raises(ApplicationError) as changed:
+        Application(app.topology, "orders-app", store=store, spark=spark, partitions=3)
+    assert str(changed.value) == (
+        "Application 'orders-app' was started with 2 state partitions; it cannot change to 3 "
+        "(reset the application to change it: Application.reset() or 'tablestream app reset orders-app')"
+    )
+
+    app.reset()
+    assert app.table("revenue").collect() == []
+    assert not app.paths.checkpoint.exists()
+    app.run_until_caught_up()
+    assert sorted(map(tuple, app.table("revenue").collect())) == [("ada", 10.0, 1_000), ("bob", 2.5, 1_001)]
+    assert sorted(r.key for r in store.consume("valid-orders")) == [b"o1", b"o1", b"o2", b"o2"]
+
+    app.reset()
+    again = Application(app.topology, "orders-app", store=store, spark=spark, partitions=3)
+    assert again.partitions == 3
+    query = again.start(processing_time="1 second")
+    try:
+        with pytest.raises(ApplicationError) as running:
+            again.reset()
+        assert str(running.value) == "Application 'orders-app' is running; stop it before resetting it"
+    finally:
+        again.stop()
+    assert not query.isActive

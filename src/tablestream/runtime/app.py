@@ -1,14 +1,9 @@
 """Running a topology as an application: one Structured Streaming query over its
 source topics, each micro-batch applied by the compiled rules, outputs committed once.
 
-Layout under ``<home>/apps/<application id>/``::
-
-    app.json        the state partition count, fixed at the first start
-    checkpoint/     Spark's streaming checkpoint (source offsets per batch id)
-    state/          live RocksDB stores, one per (store, state partition)
-    changelog/      the stores' changelog files and snapshots (restore)
-    tables/<store>  each materialized table's changelog, a Delta table users read
-                    (:class:`~tablestream.storage.tables.DeltaTables`)
+Everything an application keeps lives under ``<home>/apps/<application id>/``
+(:mod:`tablestream.runtime.layout`); its materialized tables are Delta changelogs
+(:class:`~tablestream.storage.tables.DeltaTables`).
 
 Exactly once: a batch id always covers the same input (Spark's offset log); stores
 read a replayed batch as they were before it; every write of a batch — records to
@@ -21,13 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
-from pathlib import Path
+import uuid
 
 import pyarrow as pa
 
-from .. import config as ts_config
-from ..errors import TablestreamError
 from ..plan.topology import Topology
 from ..storage.embedded import EmbeddedStore
 from ..storage.processing_log import processing_log_topic, processing_log_values
@@ -35,33 +27,10 @@ from ..storage.tables import DeltaTables, MaterializedTables, transaction_app
 from ..storage.topic import TopicConfig
 from .batch import BatchOutput
 from .commit import commit_batch
+from .layout import ApplicationError, AppPaths, reset_application
 from .output import TableEncoding, collect_batch
 from .runner import BatchRunner
 from .state import StoreLayout
-
-
-class ApplicationError(TablestreamError):
-    """An application that cannot start or run as configured."""
-
-
-@dataclass(frozen=True)
-class AppPaths:
-    root: Path
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.root / "checkpoint"
-
-    @property
-    def layout(self) -> StoreLayout:
-        return StoreLayout(self.root / "state", self.root / "changelog")
-
-    @property
-    def tables(self) -> Path:
-        return self.root / "tables"
-
-    def table(self, store: str) -> Path:
-        return self.tables / store
 
 
 class Application:
@@ -98,10 +67,9 @@ class Application:
         self.application_id = application_id
         self.store = store or EmbeddedStore(home)
         self.spark = spark or get_spark()
-        self.paths = AppPaths(
-            ts_config.home(home if store is None else self.store.home) / "apps" / application_id
-        )
-        self.partitions = self._fixed_partitions(partitions)
+        self.home = home if store is None else self.store.home
+        self.paths = AppPaths.of(application_id, self.home)
+        self.partitions, self.run = self._recorded_run(partitions)
         layout = self.paths.layout
         self.layout = StoreLayout(
             layout.local_dir, layout.durable_dir, snapshot_every=snapshot_every
@@ -109,32 +77,38 @@ class Application:
         self.max_files_per_batch = max_files_per_batch
         self.compact_tables_every = compact_tables_every
         self._query = None
-        self.tables: MaterializedTables = DeltaTables(self.paths.tables, application_id)
+        self._reset = False
+        self.tables: MaterializedTables = DeltaTables(self.paths.tables, application_id, self.run)
         self._sink = _ApplicationSink(self)
         self._ensure_topics()
         topic_partitions = {t: self.store.topic_config(t).partitions for t in self._source_topics()}
         self.runner = BatchRunner(topology, self.layout, self.partitions, topic_partitions)
 
     # ---------------------------------------------------------------- setup
-    def _fixed_partitions(self, requested: int | None) -> int:
-        meta = self.paths.root / "app.json"
+    def _recorded_run(self, requested: int | None) -> tuple[int, str | None]:
+        """The state partition count and the run id recorded at the first start since
+        the last reset (recorded now if this is that start)."""
+        meta = self.paths.meta
         if meta.exists():
-            recorded = json.loads(meta.read_text())["partitions"]
+            started = json.loads(meta.read_text())
+            recorded = started["partitions"]
             if requested is not None and requested != recorded:
                 raise ApplicationError(
                     f"Application '{self.application_id}' was started with {recorded} state partitions; "
-                    f"it cannot change to {requested} (reset the application to change it)"
+                    f"it cannot change to {requested} (reset the application to change it: "
+                    f"Application.reset() or 'tablestream app reset {self.application_id}')"
                 )
-            return recorded
+            return recorded, started.get("run")
         chosen = requested
         if chosen is None:
             counts = [self.store.topic_config(t).partitions for t in self._source_topics()]
             chosen = max(counts) if counts else 1
         self.paths.root.mkdir(parents=True, exist_ok=True)
         tmp = meta.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"partitions": chosen}))
+        run = uuid.uuid4().hex
+        tmp.write_text(json.dumps({"partitions": chosen, "run": run}))
         tmp.replace(meta)
-        return chosen
+        return chosen, run
 
     def _source_topics(self) -> list[str]:
         topics: list[str] = []
@@ -166,6 +140,7 @@ class Application:
         # The batch is read twice (its positions and checks, then every rule), not
         # cached: caching would materialize every column of the batch first, which
         # costs more than the second read (2M records: 6 s against 1 s).
+        self._after_reset()
         out = self.runner.run(records, batch_id)
         try:
             self._commit(out, batch_id)
@@ -183,6 +158,7 @@ class Application:
 
     def start(self, *, available_now: bool = False, processing_time: str | None = None):
         """Start the streaming query (``available_now``: process what is there, then stop)."""
+        self._after_reset()
         stream = self._stream()
         writer = stream.writeStream.option(
             "checkpointLocation", str(self.paths.checkpoint)
@@ -207,6 +183,33 @@ class Application:
         if self._query is not None:
             self._query.stop()
             self._query = None
+
+    def reset(self) -> None:
+        """Start over from the beginning of the source topics: delete the application's
+        checkpoint, state stores, their changelogs and snapshots, and its materialized
+        tables (:func:`~tablestream.runtime.layout.reset_application`). Output topics
+        and the processing log are kept. Refused while the application runs.
+
+        >>> app.stop(); app.reset(); app.run_until_caught_up()       # doctest: +SKIP
+        """
+        if self._query is not None and self._query.isActive:
+            raise ApplicationError(
+                f"Application '{self.application_id}' is running; stop it before resetting it"
+            )
+        self._query = None
+        reset_application(self.application_id, self.home)
+        self._reset = True
+
+    def _after_reset(self) -> None:
+        """After :meth:`reset`, the next batch begins a new run: batch ids start at 0
+        again, under a transaction id of their own (so its writes to the output topics
+        are not taken for the earlier run's). The run is recorded then, not at the reset,
+        so that a new instance may choose another state partition count."""
+        if self._reset:
+            self.partitions, self.run = self._recorded_run(self.partitions)
+            self.tables = DeltaTables(self.paths.tables, self.application_id, self.run)
+            self._sink = _ApplicationSink(self)
+            self._reset = False
 
     # ---------------------------------------------------------------- reading
     def table(self, store: str):
@@ -246,7 +249,7 @@ class _ApplicationSink:
 
     def __init__(self, app: Application):
         self.app = app
-        self.txn_app = transaction_app(app.application_id)
+        self.txn_app = transaction_app(app.application_id, app.run)
         self.log_topic = processing_log_topic(app.application_id)
 
     def write_records(self, topic: str, records: pa.Table, batch_id: int) -> None:

@@ -22,10 +22,13 @@ if TYPE_CHECKING:
 __all__ = ["DeltaTables", "MaterializedTables", "transaction_app"]
 
 
-def transaction_app(application_id: str) -> str:
+def transaction_app(application_id: str, run: str | None = None) -> str:
     """The Delta transaction id an application's commits carry (with the batch id as
-    version): ``tablestream:<application id>``."""
-    return f"tablestream:{application_id}"
+    version): ``tablestream:<application id>:<run>``, the run naming the application's
+    start since its last reset (batch ids start at 0 again after a reset, and its
+    writes must not be taken for the earlier run's); ``tablestream:<application id>``
+    for an application started before runs were recorded."""
+    return f"tablestream:{application_id}" if run is None else f"tablestream:{application_id}:{run}"
 
 
 class MaterializedTables(Protocol):
@@ -57,9 +60,9 @@ class DeltaTables:
     >>> tables.read(spark, "totals").show()                               # doctest: +SKIP
     """
 
-    def __init__(self, root: str | os.PathLike[str], application_id: str):
+    def __init__(self, root: str | os.PathLike[str], application_id: str, run: str | None = None):
         self.root = Path(root)
-        self.txn_app = transaction_app(application_id)
+        self.txn_app = transaction_app(application_id, run)
 
     def path(self, store: str) -> Path:
         """The Delta table of ``store``."""
