@@ -27,8 +27,9 @@ from ..storage.tables import DeltaTables, MaterializedTables, transaction_app
 from ..storage.topic import TopicConfig
 from .batch import BatchOutput
 from .commit import commit_batch
+from .failures import ProcessingSettings
 from .layout import ApplicationError, AppPaths, reset_application
-from .output import TableEncoding, collect_batch
+from .output import TableEncoding
 from .runner import BatchRunner
 from .state import StoreLayout
 
@@ -46,6 +47,11 @@ class Application:
     appended files of the embedded topics. ``snapshot_every``: batches between store
     snapshots. ``compact_tables_every``: batches between compactions of the
     materialized tables' changelogs (``tables``, a :class:`DeltaTables`).
+    ``processing_errors``: a user function that raises on a record sends the record to
+    the processing log and the batch goes on (``"log_and_continue"``), or fails the
+    application with one line naming the operator and the record (``"fail"``).
+    ``log_skipped_records``: records an operator drops (a null group-by or join key)
+    are written to the processing log too (see :mod:`tablestream.runtime.failures`).
     """
 
     def __init__(
@@ -60,6 +66,8 @@ class Application:
         snapshot_every: int = 10,
         max_files_per_batch: int | None = None,
         compact_tables_every: int = 100,
+        processing_errors: str = "log_and_continue",
+        log_skipped_records: bool = True,
     ):
         from ..spark import get_spark
 
@@ -82,7 +90,10 @@ class Application:
         self._sink = _ApplicationSink(self)
         self._ensure_topics()
         topic_partitions = {t: self.store.topic_config(t).partitions for t in self._source_topics()}
-        self.runner = BatchRunner(topology, self.layout, self.partitions, topic_partitions)
+        settings = ProcessingSettings(processing_errors, log_skipped_records)
+        self.runner = BatchRunner(
+            topology, self.layout, self.partitions, topic_partitions, settings, spark=self.spark
+        )
 
     # ---------------------------------------------------------------- setup
     def _recorded_run(self, requested: int | None) -> tuple[int, str | None]:
@@ -148,7 +159,7 @@ class Application:
             out.release()
 
     def _commit(self, out: BatchOutput, batch_id: int) -> None:
-        commit_batch(collect_batch(out), self._sink, batch_id)
+        commit_batch(self.runner.collect(out), self._sink, batch_id)
 
     def _stream(self):
         options = {}

@@ -22,10 +22,11 @@ import pyarrow as pa
 import sqlglot
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, DataType, StringType, StructType
+from pyspark.sql.types import BooleanType, DataType, StringType, StructField, StructType
 from sqlglot import exp
 
 from ..plan.expr import Expr, SqlExpr
+from .failures import ERROR, current_reporter, failure_reason
 
 
 class ExpressionError(ValueError):
@@ -93,6 +94,63 @@ def arrow_values(values: list[Any], dtype: DataType) -> pa.Array:
     return pa.array(values, type=to_arrow_type(dtype))
 
 
+RESULT, FAILED = "_result", "_failed"
+
+
+def is_guarded(dtype: DataType) -> bool:
+    """Whether a column of this type is a user function's (see :func:`guarded_type`)."""
+    return isinstance(dtype, StructType) and dtype.names == [RESULT, FAILED]
+
+
+#: The positions a user function's failure is reported with (the ordering key's).
+POSITION_COLUMNS = ("o_src", "o_part", "o_off", "o_idx", "ts")
+
+
+def guarded_type(result: DataType) -> StructType:
+    """A user function's column: its result ``r`` and ``f``, true where it failed (the
+    record is then reported to the processing log and leaves the operator's output)."""
+    return StructType([StructField(RESULT, result), StructField(FAILED, BooleanType(), False)])
+
+
+def _guarded_udf(
+    call: Callable[..., Any], result: DataType, columns: list[Column], reporter, positioned: bool = True
+) -> Column:
+    """An Arrow UDF running ``call(*row)`` on each row of ``columns`` (the record's key
+    and value first: a failure is logged with them) followed by the position columns; a call that raises gives ``f`` true and is reported. The UDF is
+    nondeterministic so that Spark runs it once per row, never copied into a filter."""
+    from pyspark.sql.functions import arrow_udf
+
+    count = len(columns)
+
+    def run(*arrays: pa.Array) -> pa.Array:
+        rows = zip(*[a.to_pylist() for a in arrays], strict=True)
+        out, failed, reports = [], [], []
+        for row in rows:
+            try:
+                out.append(call(*row[:count]))
+                failed.append(False)
+            except Exception as error:  # noqa: BLE001 - a user function's failure is reported, never lost
+                out.append(None)
+                failed.append(True)
+                reports.append(reporter.entry(ERROR, failure_reason(error), row[0], row[1], row[count:]))
+        reporter.report(reports)
+        return pa.StructArray.from_arrays(
+            [arrow_values(out, result), pa.array(failed, pa.bool_())], fields=list(_arrow_fields(result))
+        )
+
+    if positioned:
+        positions = [F.col(c) for c in POSITION_COLUMNS]
+    else:  # rows without an ordering key (a join's results): the timestamp only
+        positions = [F.lit(None).cast(t) for t in ("int", "int", "long", "int")] + [F.col("ts")]
+    return arrow_udf(run, guarded_type(result)).asNondeterministic()(*columns, *positions)
+
+
+def _arrow_fields(result: DataType):
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return pa.field(RESULT, to_arrow_type(result)), pa.field(FAILED, pa.bool_(), nullable=False)
+
+
 def callable_column(
     fn: Callable[..., Any],
     arity: int | None,
@@ -106,42 +164,111 @@ def callable_column(
     value: str = "value",
 ) -> Column:
     """A vectorized Arrow UDF calling ``fn(value)`` (arity 1) or ``fn(key, value)`` on
-    each row, with plain Python values; ``convert`` shapes each result for ``result``.
-    ``skip_null``: a null value gives a null result without calling ``fn`` (a table's
-    missing old or new row: Kafka Streams never passes those to user functions)."""
-    from pyspark.sql.functions import arrow_udf
+    each row, with plain Python values; ``convert`` shapes each result for ``result``
+    (and may refuse it by raising). The column is a struct of :func:`guarded_type`: a
+    row where ``fn`` or ``convert`` raised has ``f`` true and is reported, with its
+    position, to the processing log of the operator being built (see
+    :mod:`tablestream.runtime.failures`). ``skip_null``: a null value gives a null result
+    without calling ``fn`` (a table's missing old or new row: Kafka Streams never passes
+    those to user functions)."""
+    reporter = current_reporter()
 
-    def run(keys: pa.Array, values: pa.Array) -> pa.Array:
-        out = []
-        for k, v in zip(keys.to_pylist(), values.to_pylist(), strict=True):
-            if v is None and skip_null:
-                out.append(None)
-                continue
-            argument = to_python(v, shape)
-            if key_json and k is not None:
-                k = json.loads(k)
-            out.append(convert(fn(argument) if arity == 1 else fn(k, argument)))
-        return arrow_values(out, result)
+    def call(k: Any, v: Any) -> Any:
+        if v is None and skip_null:
+            return None
+        argument = to_python(v, shape)
+        if key_json and k is not None:
+            k = json.loads(k)
+        return convert(fn(argument) if arity == 1 else fn(k, argument))
 
-    return arrow_udf(run, result)(F.col(key), F.col(value))
+    return _guarded_udf(call, result, [F.col(key), F.col(value)], reporter)
+
+
+def guarded_result(name: str) -> Column:
+    """The result of the user function column ``name`` (see :func:`callable_column`)."""
+    return F.col(name).getField(RESULT)
+
+
+def guarded_failed(name: str) -> Column:
+    """True where the user function column ``name`` failed (false where it did not run)."""
+    return F.coalesce(F.col(name).getField(FAILED), F.lit(False))
+
+
+def unguarded(df, names):
+    """``df`` without the rows where one of the user function columns ``names`` failed,
+    each of them replaced by its result."""
+    if not names:
+        return df
+    failed = F.lit(False)
+    for name in names:
+        failed = failed | guarded_failed(name)
+    return df.where(~failed).withColumns({name: guarded_result(name) for name in names})
+
+
+def results(df, names):
+    """``df`` with each user function column of ``names`` replaced by its result, null
+    where it failed (a table row the function fails on is absent, see
+    :mod:`tablestream.runtime.failures`)."""
+    if not names:
+        return df
+    return df.withColumns({name: guarded_result(name) for name in names})
+
+
+def guarded_names(df, names) -> list[str]:
+    """Those of ``names`` that are user function columns of ``df``."""
+    schema = df.schema
+    return [n for n in names if n in schema.names and is_guarded(schema[n].dataType)]
+
+
+def as_bool(result: Any) -> bool | None:
+    """A callable predicate's result: a bool, or None (false, as a null in SQL); any
+    other type is refused.
+
+    >>> as_bool(True), as_bool(None)
+    (True, None)
+    >>> as_bool("no")
+    Traceback (most recent call last):
+    ...
+    TypeError: a predicate must return a bool, not str ('no')
+    """
+    if result is None or isinstance(result, bool):
+        return result
+    try:
+        import numpy as np
+
+        if isinstance(result, np.bool_):
+            return bool(result)
+    except ImportError:  # pragma: no cover - numpy comes with pyarrow
+        pass
+    raise TypeError(f"a predicate must return a bool, not {type(result).__name__} ({result!r:.60})")
 
 
 def predicate_column(
     expr: Expr, shape: ValueShape, resolve, *, key_json: bool = False, skip_null: bool = False,
     key: str = "key", value: str = "value", ts: str = "ts",
 ) -> Column:
-    """A boolean Column for a predicate ``(key, value) -> bool`` (null counts as false)."""
+    """A predicate ``(key, value) -> bool``: a boolean Column (null counts as false, as
+    in SQL), or for a Python callable its user function column (see
+    :func:`callable_column`; :func:`predicate_holds` reads it): a result that is not a
+    bool is a failure of the record."""
     if isinstance(expr, SqlExpr):
         col = sql_column(expr, shape, key=key, value=value, ts=ts)
     elif expr.kind == "column":
         col = resolve(expr)
     else:
-        col = callable_column(
+        return callable_column(
             resolve(expr), expr.arity, shape, BooleanType(),
-            key_json=key_json, convert=lambda res: bool(res), skip_null=skip_null, key=key, value=value,
+            key_json=key_json, convert=as_bool, skip_null=skip_null, key=key, value=value,
         )
     return F.coalesce(col.cast("boolean"), F.lit(False))
 
+
+def predicate_holds(name: str, dtype: DataType) -> Column:
+    """Whether the predicate column ``name`` (of type ``dtype``) holds: false where
+    it is null, and where a user function returned null."""
+    if is_guarded(dtype):
+        return F.coalesce(guarded_result(name), F.lit(False))
+    return F.coalesce(F.col(name), F.lit(False))
 
 
 def joiner_sql_column(expr: SqlExpr, left: str = "_jl", right: str = "_jr") -> Column:
@@ -180,16 +307,18 @@ def joiner_callable_column(
     left: str = "_jl",
     right: str = "_jr",
     present: str = "_jp",
+    positioned: bool = True,
 ) -> Column:
     """A vectorized Arrow UDF calling ``fn(left, right)`` on the rows where the boolean
     column ``present`` holds (a join result exists), with plain Python values; its
-    results become JSON text through ``convert``."""
-    from pyspark.sql.functions import arrow_udf
+    results become JSON text through ``convert``. A user function column (see
+    :func:`callable_column`); ``positioned``: the rows have the ordering key's columns."""
+    reporter = current_reporter()
 
-    def run(lefts: pa.Array, rights: pa.Array, presents: pa.Array) -> pa.Array:
-        out = []
-        for lv, rv, ok in zip(lefts.to_pylist(), rights.to_pylist(), presents.to_pylist(), strict=True):
-            out.append(convert(fn(to_python(lv, left_shape), to_python(rv, right_shape))) if ok else None)
-        return pa.array(out, pa.string())
+    def call(k: Any, lv: Any, rv: Any, ok: bool) -> Any:
+        if not ok:
+            return None
+        return convert(fn(to_python(lv, left_shape), to_python(rv, right_shape)))
 
-    return arrow_udf(run, StringType())(F.col(left), F.col(right), F.col(present))
+    columns = [F.col("key"), F.col(left), F.col(right), F.col(present)]
+    return _guarded_udf(call, StringType(), columns, reporter, positioned)

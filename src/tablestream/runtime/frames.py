@@ -51,6 +51,9 @@ class Frame:
     # ordering key), not only the last per key, so a stream record can meet the table
     # as of its own time within the batch.
     versions: DataFrame | None = None
+    # Each row comes from one source record whose position its ordering key holds (not
+    # an aggregate's or a join's result of many records).
+    positioned: bool = True
 
     def with_df(self, df: DataFrame, **changes) -> Frame:
         return replace(self, df=df, versions=None, **changes)

@@ -15,7 +15,9 @@ from pyspark.sql import Column, DataFrame
 
 from ..plan.topology import Topology
 from .batch import BatchContext, BatchOutput
+from .failures import FailureLog, ProcessingSettings, operating
 from .frames import Frame
+from .output import CollectedBatch, collect_batch
 from .physical import PhysicalPlan
 from .positions import read_positions
 from .rules import rule_for
@@ -33,15 +35,28 @@ class BatchRunner:
 
     ``partitions``: the number of state partitions of every store (fixed for the life of
     the application). ``topic_partitions``: partition counts of the source topics, for
-    joins that require co-partitioned inputs (``strict``).
+    joins that require co-partitioned inputs (``strict``). ``settings``: what happens
+    to records an operator cannot process (:mod:`tablestream.runtime.failures`).
     """
 
     def __init__(
-        self, topology: Topology, layout: StoreLayout, partitions: int, topic_partitions: dict[str, int] | None = None
+        self,
+        topology: Topology,
+        layout: StoreLayout,
+        partitions: int,
+        topic_partitions: dict[str, int] | None = None,
+        settings: ProcessingSettings | None = None,
+        *,
+        spark=None,
     ):
+        from pyspark.sql import SparkSession
+
         self.topology = topology
         self.physical = PhysicalPlan(topology, layout, partitions, topic_partitions, rule_for)
         self.rules = [(node, rule_for(node)(node, self.physical)) for node in topology.nodes]
+        spark = spark or SparkSession.getActiveSession()
+        self.failures = FailureLog(spark, self.physical.topics, settings or ProcessingSettings())
+        self._reporters = {}
         self._checks: dict[str, Column] | None = None
         self._output_memo: dict = {}
         self._last_count: int | None = None  # records in the batch before
@@ -68,9 +83,30 @@ class BatchRunner:
             batch_id, positions, self.physical, BatchOutput(memo=self._output_memo),
             compute_first=positions.count >= _COMPUTE_FIRST,
         )
+        self.failures.reset()
         frames: dict[str, Frame] = {}
         for node, rule in self.rules:
-            result = rule.apply(batch, *(frames[p] for p in node.parents))
+            inputs = [frames[p] for p in node.parents]
+            with operating(self._reporter(rule, inputs)):
+                result = rule.apply(batch, *inputs)
             if result is not None:
                 frames[node.name] = result
         return batch.output
+
+    def _reporter(self, rule, inputs: list[Frame]):
+        """The reporter of a rule's user functions: its operator name, and whether its
+        rows each come from one source record (their positions are then logged)."""
+        positioned = all(f.positioned for f in inputs)
+        key = (rule.operator, positioned)
+        if key not in self._reporters:
+            self._reporters[key] = self.failures.reporter(rule.operator, positioned)
+        return self._reporters[key]
+
+    def collect(self, out: BatchOutput) -> CollectedBatch:
+        """Everything a computed batch writes, collected on the driver (one Spark job),
+        with the records its operators could not process in its processing-log entries;
+        raises :class:`~tablestream.runtime.failures.ProcessingError` instead when a user
+        function failed and ``processing_errors="fail"``."""
+        collected = collect_batch(out)
+        collected.errors = self.failures.settle(collected.errors)
+        return collected

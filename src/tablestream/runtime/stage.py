@@ -37,13 +37,21 @@ class StoreStage:
     # calls into the JVM); shared by the stages of an application.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False)
 
-    def run(self, frame, key: str, kernel: Kernel, schema, *, key_places_only: bool = False):
+    def run(
+        self, frame, key: str, kernel: Kernel, schema, *, key_places_only: bool = False, skipped: str | None = None
+    ):
         """``kernel(table, *sessions)`` on each state partition's rows of ``frame``, with
         a session of each store; returns a DataFrame of the kernels' outputs with the
         given Spark ``schema``. ``key_places_only``: the key column only places rows (the
-        kernel does not get it)."""
+        kernel does not get it). ``skipped``: a column of ``frame`` holding, for a row
+        the rule must drop (a null key), the reason; such rows are reported as skipped
+        records of the operator being applied (:mod:`tablestream.runtime.failures`) and
+        never reach the kernel."""
         from pyspark.sql import functions as F
 
+        from .failures import current_reporter
+
+        reporter = current_reporter() if skipped is not None else None
         layout, batch_id = self.layout, self.batch_id
         stores = (self.store,) if isinstance(self.store, str) else self.store
         memo = self.memo
@@ -63,6 +71,10 @@ class StoreStage:
             if rows == 0:
                 return
             table = pa.Table.from_batches(gathered)
+            if skipped is not None:
+                table = _drop_skipped(table, skipped, reporter)
+                if table.num_rows == 0:
+                    return
             placed = table.column("_sp").to_numpy()
             # The task's own partition id is its stage's (a union after the stage
             # renumbers them); the rows say which state partition this is.
@@ -81,6 +93,24 @@ class StoreStage:
                 yield from out.cast(arrow_schema).to_batches()
 
         return shuffled.mapInArrow(task, spark_schema)
+
+
+def _drop_skipped(table: pa.Table, column: str, reporter) -> pa.Table:
+    """``table`` without the rows ``column`` gives a reason for, each reported."""
+    import pyarrow.compute as pc
+
+    from .failures import SKIPPED
+
+    reasons = table.column(column)
+    if reasons.null_count < table.num_rows:
+        dropped = table.filter(pc.is_valid(reasons))
+        positions = [dropped.column(c).to_pylist() for c in ("o_src", "o_part", "o_off", "o_idx", "ts")]
+        reporter.report([
+            reporter.entry(SKIPPED, reason, None, None, tuple(p[i] for p in positions))
+            for i, reason in enumerate(dropped.column(column).to_pylist())
+        ])
+        table = table.filter(pc.is_null(reasons))
+    return table.drop_columns([column])
 
 
 def _schemas(schema):

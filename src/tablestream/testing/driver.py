@@ -68,6 +68,8 @@ class TestDriver:
     ``partitions``: state partitions of every store (the application's task count);
     ``batched``: run piped records only when asked (:meth:`advance`), as one batch;
     ``spark``: the session to use (default: the active one, or a new local session).
+    ``processing_errors`` and ``log_skipped_records`` as for
+    :class:`~tablestream.runtime.app.Application`.
     """
 
     __test__ = False
@@ -80,7 +82,10 @@ class TestDriver:
         batched: bool = False,
         spark=None,
         state_dir: str | Path | None = None,
+        processing_errors: str = "log_and_continue",
+        log_skipped_records: bool = True,
     ):
+        from ..runtime.failures import ProcessingSettings
         from ..runtime.runner import BatchRunner
         from ..runtime.state import StoreLayout
         from ..spark import get_spark
@@ -92,7 +97,10 @@ class TestDriver:
         self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="tablestream-driver-"))
         self.layout = StoreLayout(self.state_dir / "stores", self.state_dir / "changelog")
         self._topic_partitions: dict[str, int] = {}
-        self.runner = BatchRunner(topology, self.layout, partitions, self._topic_partitions)
+        settings = ProcessingSettings(processing_errors, log_skipped_records)
+        self.runner = BatchRunner(
+            topology, self.layout, partitions, self._topic_partitions, settings, spark=self.spark
+        )
         self.batch_id = 0
         self._pending: list[dict[str, Any]] = []
         self._offsets: dict[tuple[str, int], int] = {}
@@ -171,14 +179,13 @@ class TestDriver:
         if not self._pending:
             return
         from ..runtime.commit import commit_batch
-        from ..runtime.output import collect_batch
 
         records = pa.Table.from_pylist(self._pending, schema=_INPUT_SCHEMA)
         self._pending = []
         frame = self.spark.createDataFrame(records)
         out = self.runner.run(frame, self.batch_id)
         try:
-            commit_batch(collect_batch(out), self._sink, self.batch_id)
+            commit_batch(self.runner.collect(out), self._sink, self.batch_id)
         finally:
             out.release()
         self.batch_id += 1

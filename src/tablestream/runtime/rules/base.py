@@ -56,6 +56,11 @@ class Rule:
         self.resolve = physical.topology.resolve
         self.store_names = tuple(s.name for s in self.stores(node, physical))
 
+    @property
+    def operator(self) -> str:
+        """The operator name records this rule cannot process are logged under."""
+        return self.node.name
+
     def apply(self, batch: BatchContext, *inputs: Frame) -> Frame | None:
         """This node's rows of one batch, from its parents' (in ``node.parents`` order)."""
         raise NotImplementedError

@@ -2,16 +2,44 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StringType
 
 from ...plan import stateless
 from ...plan.expr import KeyValueExpr, SqlExpr
 from ..batch import BatchContext
-from ..expressions import JSON_TEXT, ValueShape, predicate_column, sql_column, to_python
+from ..expressions import (
+    JSON_TEXT,
+    POSITION_COLUMNS,
+    ValueShape,
+    guarded_failed,
+    guarded_result,
+    predicate_column,
+    sql_column,
+    to_python,
+    unguarded,
+)
+from ..failures import ERROR, current_reporter, failure_reason
 from ..frames import ORDER, Frame, json_text
 from .base import Rule
-from .values import PAIR_TYPE, callable_of, value_expr
+from .values import PAIR_TYPE, callable_of, is_callable, value_expr
+
+
+def predicates(exprs, frame: Frame, resolve) -> tuple[dict[str, Column], list[Column], Column]:
+    """Predicates over a stream's rows: the columns to add (``_p0``, ``_p1``, ...),
+    whether each holds, and whether a user function among them failed on the row."""
+    steps, holds, failed = {}, [], F.lit(False)
+    for i, expr in enumerate(exprs):
+        name = f"_p{i}"
+        steps[name] = predicate_column(expr, frame.value, resolve, key_json=frame.key_json)
+        if is_callable(expr):
+            holds.append(F.coalesce(guarded_result(name), F.lit(False)))
+            failed = failed | guarded_failed(name)
+        else:
+            holds.append(F.col(name))
+    return steps, holds, failed
 
 
 class FilterRule(Rule):
@@ -19,9 +47,10 @@ class FilterRule(Rule):
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         if not hasattr(self, "condition"):
-            keep = predicate_column(self.node.predicate, frame.value, self.resolve, key_json=frame.key_json)
-            self.condition = ~keep if self.node.negate else keep
-        return frame.with_df(frame.df.where(self.condition))
+            self.steps, (holds,), failed = predicates([self.node.predicate], frame, self.resolve)
+            self.condition = ~failed & (~holds if self.node.negate else holds)
+            self.columns = list(frame.df.columns)
+        return frame.with_df(frame.df.withColumns(self.steps).where(self.condition).select(*self.columns))
 
 
 class PeekRule(Rule):
@@ -34,12 +63,22 @@ class PeekRule(Rule):
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         action = self.resolve(self.node.action)
         shape = frame.value
+        reporter = current_reporter()
 
         def run(batches):
             for b in batches:
-                for k, v in zip(b.column("key").to_pylist(), b.column("value").to_pylist(), strict=True):
-                    action(k, to_python(v, shape))
-                yield b
+                keys, values = b.column("key").to_pylist(), b.column("value").to_pylist()
+                done, reports = [], []
+                for i, (k, v) in enumerate(zip(keys, values, strict=True)):
+                    try:
+                        action(k, to_python(v, shape))
+                        done.append(True)
+                    except Exception as error:  # noqa: BLE001 - reported, never lost
+                        done.append(False)
+                        position = tuple(b.column(c)[i].as_py() for c in POSITION_COLUMNS)
+                        reports.append(reporter.entry(ERROR, failure_reason(error), k, v, position))
+                reporter.report(reports)
+                yield b.filter(pa.array(done)) if reports else b
 
         return frame.with_df(batch.persist(frame.df.mapInArrow(run, frame.df.schema)))
 
@@ -50,7 +89,9 @@ class MapValuesRule(Rule):
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         if not hasattr(self, "value"):
             self.value, self.shape = value_expr(self.node.mapper, frame, self.resolve)
-        return frame.with_df(frame.df.withColumn("value", self.value), value=self.shape)
+            self.guarded = ["value"] if is_callable(self.node.mapper) else []
+        df = unguarded(frame.df.withColumn("value", self.value), self.guarded)
+        return frame.with_df(df, value=self.shape)
 
 
 class SelectKeyRule(Rule):
@@ -60,8 +101,10 @@ class SelectKeyRule(Rule):
         if not hasattr(self, "key"):
             self.key, shape = value_expr(self.node.selector, frame, self.resolve)
             self.key_json = shape.json_text
-            self.key_type = frame.df.withColumn("key", self.key).schema["key"].dataType
-        return frame.with_df(frame.df.withColumn("key", self.key), key_type=self.key_type, key_json=self.key_json)
+            self.guarded = ["key"] if is_callable(self.node.selector) else []
+            self.key_type = unguarded(frame.df.withColumn("key", self.key), self.guarded).schema["key"].dataType
+        df = unguarded(frame.df.withColumn("key", self.key), self.guarded)
+        return frame.with_df(df, key_type=self.key_type, key_json=self.key_json)
 
 
 class MapRule(Rule):
@@ -72,10 +115,11 @@ class MapRule(Rule):
         if isinstance(mapper, KeyValueExpr):
             key, key_shape = value_expr(mapper.key, frame, self.resolve)
             value, shape = value_expr(mapper.value, frame, self.resolve)
-            df = frame.df.select(key.alias("key"), value.alias("value"), "ts", *ORDER)
+            guarded = [n for n, e in (("key", mapper.key), ("value", mapper.value)) if is_callable(e)]
+            df = unguarded(frame.df.select(key.alias("key"), value.alias("value"), "ts", *ORDER), guarded)
             return frame.with_df(df, key_type=df.schema["key"].dataType, value=shape, key_json=key_shape.json_text)
         pair = callable_of(mapper, frame, self.resolve, PAIR_TYPE, pair=True)
-        df = frame.df.select(pair.alias("p"), "ts", *ORDER).select(
+        df = unguarded(frame.df.select(pair.alias("p"), "ts", *ORDER), ["p"]).select(
             F.col("p.k").alias("key"), F.col("p.v").alias("value"), "ts", *ORDER
         )
         return frame.with_df(df, key_type=StringType(), value=JSON_TEXT, key_json=True)
@@ -93,7 +137,11 @@ class FlatMapValuesRule(Rule):
         else:
             values = callable_of(mapper, frame, self.resolve, ArrayType(StringType()), many=True)
             shape = JSON_TEXT
-        df = frame.df.select("key", F.posexplode(values).alias("o_idx_new", "value"), "ts", *ORDER)
+        df = frame.df
+        if is_callable(mapper):
+            df = unguarded(df.withColumn("_values", values), ["_values"])
+            values = F.col("_values")
+        df = df.select("key", F.posexplode(values).alias("o_idx_new", "value"), "ts", *ORDER)
         df = df.withColumn("o_idx", F.col("o_idx_new")).drop("o_idx_new")
         shape = shape or ValueShape(df.schema["value"].dataType)
         return frame.with_df(df.select("key", "value", "ts", *ORDER), value=shape)
@@ -111,7 +159,11 @@ class FlatMapRule(Rule):
             pairs = sql_column(mapper, frame.value)
         else:
             pairs = self.resolve(mapper)
-        df = frame.df.select(F.posexplode(pairs).alias("o_idx_new", "p"), "ts", *[c for c in ORDER if c != "o_idx"])
+        df = frame.df
+        if json_pairs:
+            df = unguarded(df.withColumn("_pairs", pairs), ["_pairs"])
+            pairs = F.col("_pairs")
+        df = df.select(F.posexplode(pairs).alias("o_idx_new", "p"), "ts", *[c for c in ORDER if c != "o_idx"])
         df = df.select(
             F.col("p.k" if json_pairs else "p.key").alias("key"),
             F.col("p.v" if json_pairs else "p.value").alias("value"),
@@ -164,10 +216,18 @@ class PassThroughRule(Rule):
 class BranchRule(Rule):
     nodes = (stateless.Branch,)
 
+    @property
+    def operator(self) -> str:
+        # Every branch evaluates the predicates before its own: a failure is the split's.
+        return self.node.parents[0]
+
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
-        keep = F.lit(True)
-        for earlier in self.node.preceding:
-            keep = keep & ~predicate_column(earlier, frame.value, self.resolve, key_json=frame.key_json)
-        if self.node.predicate is not None:
-            keep = keep & predicate_column(self.node.predicate, frame.value, self.resolve, key_json=frame.key_json)
-        return frame.with_df(frame.df.where(keep))
+        if not hasattr(self, "condition"):
+            exprs = [*self.node.preceding, *([self.node.predicate] if self.node.predicate is not None else [])]
+            self.steps, holds, failed = predicates(exprs, frame, self.resolve)
+            keep = ~failed
+            for i, holding in enumerate(holds):
+                keep = keep & (holding if i == len(self.node.preceding) else ~holding)
+            self.condition = keep
+            self.columns = list(frame.df.columns)
+        return frame.with_df(frame.df.withColumns(self.steps).where(self.condition).select(*self.columns))

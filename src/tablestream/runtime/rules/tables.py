@@ -8,12 +8,12 @@ from pyspark.sql import functions as F
 
 from ...plan import stateless
 from ..batch import BatchContext
-from ..expressions import predicate_column
+from ..expressions import guarded_result, predicate_column, results
 from ..frames import ORDER, Frame, canonical_bytes, changed, from_canonical, named
 from ..kernels import upsert
 from ..physical import PhysicalPlan
 from .base import Rule, StoreUse
-from .values import side_steps, value_expr, with_sides
+from .values import is_callable, side_steps, value_expr, with_sides
 
 
 def table_result(batch: BatchContext, node, frame: Frame) -> Frame:
@@ -35,8 +35,9 @@ class ToTableRule(Rule):
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         if not hasattr(self, "stage_in"):
-            self.keyed = F.col("key").isNotNull()
             self.stage_in = named([
+                F.when(F.col("key").isNull(), F.lit("null key: a table record needs a key (record skipped)"))
+                .alias("_skip"),
                 canonical_bytes(F.col("key")).alias("kb"), canonical_bytes(F.col("value")).alias("vb"), "ts", *ORDER,
             ])
             self.result = named([
@@ -46,8 +47,9 @@ class ToTableRule(Rule):
                 "ts",
                 *ORDER,
             ])
-        rows = frame.df.where(self.keyed).select(*self.stage_in)
-        changes = batch.persist(batch.stage(self.node.store).run(rows, "kb", upsert.upsert, upsert.SCHEMA), self.node.name)
+        rows = frame.df.select(*self.stage_in)
+        stage = batch.stage(self.node.store).run(rows, "kb", upsert.upsert, upsert.SCHEMA, skipped="_skip")
+        changes = batch.persist(stage, self.node.name)
         table = Frame(changes.select(*self.result), "table", frame.key_type, frame.value, key_json=frame.key_json)
         if self.node.queryable:
             batch.materialize(self.node.store, table)
@@ -77,9 +79,13 @@ class TableFilterRule(Rule):
                 )
             })
 
+            guarded = is_callable(node.predicate)
+
             def passes(side: str) -> Column:
-                keep = F.coalesce(F.col(f"_{side}_keep"), F.lit(False))
+                holds = guarded_result(f"_{side}_keep") if guarded else F.col(f"_{side}_keep")
+                keep = F.coalesce(holds, F.lit(False))
                 return ~keep if node.negate else keep
+            # A row the predicate fails on does not pass (the failure is in the processing log).
 
             self.columns = named([
                 "key",
@@ -102,5 +108,6 @@ class TableMapValuesRule(Rule):
             self.steps = side_steps({"v": lambda: value_expr(self.node.mapper, frame, self.resolve, skip_null=True)[0]})
             self.columns = named(["key", F.col("_old_v").alias("old"), F.col("_new_v").alias("new"), "ts", *ORDER])
             self.changed = changed()
-        df = with_sides(frame.df, self.steps).select(*self.columns).where(self.changed)
+            self.guarded = ["_old_v", "_new_v"] if is_callable(self.node.mapper) else []
+        df = results(with_sides(frame.df, self.steps), self.guarded).select(*self.columns).where(self.changed)
         return table_result(batch, self.node, frame.with_df(df, value=self.shape))

@@ -4,16 +4,18 @@ rows."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, DataType, StringType, StructField, StructType
 
 from ...plan.expr import Expr, ExprRef, SqlExpr
 from ..expressions import JSON_TEXT, ValueShape, callable_column, sql_column
+from ..failures import quietly
 from ..frames import Frame, canonical_bytes
 
 PAIR_TYPE = StructType([StructField("k", StringType()), StructField("v", StringType())])
@@ -22,6 +24,12 @@ PAIR_TYPE = StructType([StructField("k", StringType()), StructField("v", StringT
 def json_of(value: Any) -> str | None:
     """A callable's result as JSON text (None stays None)."""
     return None if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def is_callable(expr: Expr) -> bool:
+    """Whether ``expr`` is a Python callable (its column is a user function column, see
+    :func:`~tablestream.runtime.expressions.callable_column`)."""
+    return not isinstance(expr, SqlExpr) and expr.kind == "callable"
 
 
 def value_expr(expr: Expr, frame: Frame, resolve, *, skip_null: bool = False) -> tuple[Column, ValueShape]:
@@ -65,8 +73,19 @@ def callable_of(
 
 def selected_key_bytes(expr: Expr, frame: Frame, resolve) -> Column:
     """Canonical bytes of a key computed by ``expr`` over ``value`` (and ``key``), so it
-    meets the other table's keys whatever its integer width; a callable's result (JSON
-    text) is wrapped the same way."""
+    meets the other table's keys whatever its integer width; a callable's result is
+    wrapped the same way, in its user function column (see
+    :func:`~tablestream.runtime.expressions.callable_column`: the caller leaves out the
+    rows where it failed with :func:`~tablestream.runtime.expressions.unguarded`)."""
+    if is_callable(expr):
+
+        def wrapped(res: Any) -> str | None:
+            return None if res is None else '{"v":' + json_of(res) + "}"
+
+        return callable_column(
+            resolve(expr), expr.arity, frame.value, BinaryType(), key_json=frame.key_json, convert=wrapped,
+            skip_null=True,
+        )
     col, shape = value_expr(expr, frame, resolve, skip_null=True)
     if shape.json_text and not (isinstance(expr, SqlExpr) and expr.sql.lower() == "value"):
         return F.when(col.isNotNull() & (col != F.lit("null")), F.concat(F.lit('{"v":'), col, F.lit("}")).cast("binary"))
@@ -81,7 +100,10 @@ def side_steps(results: dict[str, Callable[[], Column]]) -> list[dict[str, Colum
     steps = []
     for side in ("old", "new"):
         steps.append({"value": F.col(side)})
-        steps.append({f"_{side}_{name}": F.when(F.col(side).isNotNull(), build()) for name, build in results.items()})
+        # The old row's user functions do not report: its failure was reported when it
+        # was the new row.
+        with quietly() if side == "old" else contextlib.nullcontext():
+            steps.append({f"_{side}_{name}": F.when(F.col(side).isNotNull(), build()) for name, build in results.items()})
     return steps
 
 

@@ -48,7 +48,7 @@ class ExtremeRule(AggregateRule):
         rows = self.signed_rows(frame, self.column_of(self.node.column, frame))
         if not hasattr(self, "kernel"):
             self._prepare(rows, frame)
-        stage = batch.stage(self.node.store).run(rows.select(*self.stage_in), "gkb", self.kernel, extreme.SCHEMA)
+        stage = self.run_stage(batch, rows, self.stage_in, self.kernel, extreme.SCHEMA)
         changes = batch.persist(stage, self.node.name)
         return self.result(batch, changes.select(*self.columns), frame)
 

@@ -50,6 +50,6 @@ class FoldRule(AggregateRule):
             self.columns = named(
                 [from_canonical(F.col("gkb"), self.key_type).alias("key"), "old", "new", "ts", *result_order()]
             )
-        stage = batch.stage(self.node.store).run(rows.select(*self.stage_in), "gkb", self.kernel, fold.SCHEMA)
+        stage = self.run_stage(batch, rows, self.stage_in, self.kernel, fold.SCHEMA)
         changes = batch.persist(stage, self.node.name)
         return self.result(batch, changes.select(*self.columns), frame)

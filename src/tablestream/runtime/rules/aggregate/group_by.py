@@ -12,11 +12,11 @@ from pyspark.sql import functions as F
 from ....plan import aggregate as agg
 from ....plan.expr import Expr, KeyValueExpr, SqlExpr
 from ...batch import BatchContext
-from ...expressions import JSON_TEXT, sql_column
+from ...expressions import JSON_TEXT, results, sql_column
 from ...frames import ORDER, Frame, canonical_bytes, named
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse, UnsupportedNodeError
-from ..values import PAIR_TYPE, callable_of, side_steps, value_expr, with_sides
+from ..values import PAIR_TYPE, callable_of, is_callable, side_steps, value_expr, with_sides
 
 
 class TableGroupByRule(Rule):
@@ -27,7 +27,7 @@ class TableGroupByRule(Rule):
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         if not hasattr(self, "steps"):
             self._prepare(frame)
-        df = with_sides(frame.df, self.steps).select(*self.columns)
+        df = results(with_sides(frame.df, self.steps), self.guarded).select(*self.columns)
         if not hasattr(self, "key_type"):
             self.key_type = df.schema["new_gk"].dataType
         return Frame(df, "grouped", self.key_type, self.shape, key_json=self.key_json)
@@ -44,6 +44,8 @@ class TableGroupByRule(Rule):
             }
             picked = {f"{side}_{part}": F.col(f"_{side}_{part}") for side in ("old", "new") for part in ("gk", "gv")}
             self.key_json = key_shape.json_text
+            parts = [part for part, expr in (("gk", mapper.key), ("gv", mapper.value)) if is_callable(expr)]
+            self.guarded = [f"_{side}_{part}" for side in ("old", "new") for part in parts]
         else:
             sides = {"pair": lambda: callable_of(mapper, frame, resolve, PAIR_TYPE, pair=True, skip_null=True)}
             picked = {
@@ -52,6 +54,7 @@ class TableGroupByRule(Rule):
                 for part, field in (("gk", "k"), ("gv", "v"))
             }
             self.shape, self.key_json = JSON_TEXT, True
+            self.guarded = ["_old_pair", "_new_pair"]
         self.steps = side_steps(sides)
         self.columns = named([
             canonical_bytes(F.col("key")).alias("skb"), *[col.alias(name) for name, col in picked.items()], "ts", *ORDER,
@@ -77,15 +80,25 @@ class AggregateRule(Rule):
         if frame.kind == "grouped":
             exploded, flat, present, columns = self.signed
             return frame.df.select(*exploded).select(*flat).where(present).select(*columns)
-        present, columns = self.signed
-        return frame.df.where(present).select(*columns)
+        _, columns = self.signed
+        return frame.df.select(*columns)
+
+    def run_stage(self, batch: BatchContext, rows: DataFrame, stage_in: list, kernel, schema) -> DataFrame:
+        """The aggregate's store stage over its signed rows (``stage_in`` of them); rows
+        without a group key are skipped records (see ``_skip``)."""
+        return batch.stage(self.node.store).run(
+            rows.select(*stage_in, F.col("_skip")), "gkb", kernel, schema, skipped="_skip"
+        )
 
     @staticmethod
     def _signed_columns(frame: Frame, value: Callable[[str], Column]):
         if frame.kind != "grouped":
             return named((
-                F.col("key").isNotNull() & F.col("value").isNotNull(),
+                F.lit(True),
                 [
+                    F.when(F.col("key").isNull(), F.lit("null key: an aggregation needs a key (record skipped)"))
+                    .when(F.col("value").isNull(), F.lit("null value: an aggregation skips it (record skipped)"))
+                    .alias("_skip"),
                     canonical_bytes(F.col("key")).alias("gkb"),
                     F.col("key").alias("gk"),
                     F.lit(1).cast("int").alias("sign"),
@@ -109,8 +122,12 @@ class AggregateRule(Rule):
             F.col("_side.sign").alias("sign"), F.col("_side.gk").alias("gk"), F.col("_side.value").alias("value"),
             "skb", "ts", *ORDER,
         ]
-        present = F.col("gk").isNotNull() & F.col("value").isNotNull()
-        columns = [canonical_bytes(F.col("gk")).alias("gkb"), "gk", "sign", value("value").alias("v"), "skb", "ts", *ORDER]
+        # A row whose group key is null: the group-by mapper gave none (skipped, as in
+        # Kafka Streams); a side without a row (an insertion's old side) has no value.
+        present = F.col("value").isNotNull()
+        columns = [
+            F.when(F.col("gk").isNull(), F.lit("null group-by key (record skipped)")).alias("_skip"),
+            canonical_bytes(F.col("gk")).alias("gkb"), "gk", "sign", value("value").alias("v"), "skb", "ts", *ORDER]
         return named((exploded, flat, present, columns))
 
     def column_of(self, expr: Expr, frame: Frame) -> Callable[[str], Column]:
@@ -127,7 +144,7 @@ class AggregateRule(Rule):
 
     def result(self, batch: BatchContext, df: DataFrame, frame: Frame) -> Frame:
         """The aggregate's table (written to its materialized table when queryable)."""
-        table = Frame(df, "table", self.key_type, self.shape, key_json=frame.key_json)
+        table = Frame(df, "table", self.key_type, self.shape, key_json=frame.key_json, positioned=False)
         if self.node.queryable:
             batch.materialize(self.node.store, table)
         return table

@@ -48,7 +48,7 @@ class NumericRule(AggregateRule):
         rows = self.signed_rows(frame, value)
         if not hasattr(self, "kernel"):
             self._prepare(rows, column is None)
-        stage = batch.stage(self.node.store).run(rows.select(*self.stage_in), "gkb", self.kernel, self.schema)
+        stage = self.run_stage(batch, rows, self.stage_in, self.kernel, self.schema)
         changes = batch.persist(stage, self.node.name)
         return self.result(batch, changes.select(*self.columns), frame)
 

@@ -19,6 +19,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from ....plan import joins
 from ...batch import BatchContext
+from ...expressions import results
 from ...frames import (
     ORDER,
     Frame,
@@ -41,7 +42,7 @@ from ...kernels.foreign_key.subscriptions import (
 )
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse
-from ..values import selected_key_bytes, side_steps, with_sides
+from ..values import is_callable, selected_key_bytes, side_steps, with_sides
 from .joiner import TableJoiner
 
 
@@ -52,6 +53,9 @@ class ForeignKeyRule(Rule):
         super().__init__(node, physical)
         self.joiner = TableJoiner(node.joiner, node.kind, self.resolve)
         self.prepared = None
+        # A left row the extractor fails on has no foreign key (the failure is in the
+        # processing log): its foreign key columns are user function columns.
+        self.guarded = ["_old_fk", "_new_fk"] if is_callable(node.foreign_key) else []
 
     @classmethod
     def stores(cls, node, physical: PhysicalPlan) -> tuple[StoreUse, ...]:
@@ -73,7 +77,7 @@ class ForeignKeyRule(Rule):
         run = self._replicated if self.node.replicate_right else self._shuffled
         df = run(batch, left, right)
         changes = self.joiner.changes(df, left.value, right.value)
-        frame = Frame(changes, "table", left.key_type, self.joiner.shape, key_json=left.key_json)
+        frame = Frame(changes, "table", left.key_type, self.joiner.shape, key_json=left.key_json, positioned=False)
         if self.node.queryable:
             batch.materialize(self.node.store, frame)
         return frame
@@ -95,7 +99,7 @@ class ForeignKeyRule(Rule):
             self.prepared = self._shuffled_columns(left, right)
         steps, left_rows, left_cols, right_cols, kernel, schema, aggregates, decoded_cols, picked = self.prepared
         rows = (
-            with_sides(left.df, steps).select(*left_rows).where(F.col("_r").isNotNull()).select(*left_cols)
+            results(with_sides(left.df, steps), self.guarded).select(*left_rows).where(F.col("_r").isNotNull()).select(*left_cols)
             .unionByName(right.df.select(*right_cols))
         )
         # Back by left key: a changed left row meets the right rows of its old and new
@@ -168,7 +172,10 @@ class ForeignKeyRule(Rule):
         if self.prepared is None:
             self.prepared = self._replicated_columns(left, right)
         bind, left_rows, right_rows, kernel, schema, columns, guarded = self.prepared
-        rows = left.df.withColumns(bind).select(*left_rows).unionByName(right.df.select(*right_rows))
+        picked = left.df.withColumns(bind).select(*left_rows)
+        if self.guarded:
+            picked = results(picked, ["fk"])
+        rows = picked.unionByName(right.df.select(*right_rows))
         changes = batch.persist(
             batch.stage(self.store_names).run(rows, "route", kernel, schema, key_places_only=True), self.node.name
         )

@@ -4,11 +4,21 @@ kind says a result exists."""
 
 from __future__ import annotations
 
+import contextlib
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ....plan.expr import Expr, SqlExpr
-from ...expressions import JSON_TEXT, ValueShape, joiner_callable_column, joiner_sql_column
+from ...expressions import (
+    JSON_TEXT,
+    ValueShape,
+    joiner_callable_column,
+    joiner_sql_column,
+    results,
+    unguarded,
+)
+from ...failures import quietly
 from ...frames import changed, result_order
 from ..values import json_of
 
@@ -35,23 +45,34 @@ class Joiner:
 
     def _prepare(self, df: DataFrame, left: ValueShape, right: ValueShape) -> None:
         expr = self.expr
-        if isinstance(expr, SqlExpr):
-            col = joiner_sql_column(expr)
-        elif expr.kind == "column":
-            col = self.resolve(expr)
-        else:
-            col = joiner_callable_column(self.resolve(expr), left, right, json_of)
+        positioned = "o_src" in df.columns
+
+        def column(name: str) -> Column:
+            if isinstance(expr, SqlExpr):
+                return joiner_sql_column(expr)
+            if expr.kind == "column":
+                return self.resolve(expr)
+            # A table join's old result: its failure was reported when it was the new one.
+            with quietly() if name == "old" else contextlib.nullcontext():
+                return joiner_callable_column(self.resolve(expr), left, right, json_of, positioned=positioned)
+
         if isinstance(expr, SqlExpr) or expr.kind == "column":
             probe = df.select(F.lit(None).cast(left.dtype).alias("_jl"), F.lit(None).cast(right.dtype).alias("_jr"))
-            self.shape = ValueShape(probe.select(col.alias("_j")).schema["_j"].dataType)
+            self.shape = ValueShape(probe.select(column("value").alias("_j")).schema["_j"].dataType)
         else:
             self.shape = JSON_TEXT
         steps = []
         for name, (lcol, rcol) in self.pairs.items():
             present = _PRESENT[self.kind](F.col(lcol), F.col(rcol))
             steps.append({"_jl": F.col(lcol), "_jr": F.col(rcol), "_jp": present})
-            steps.append({name: F.when(F.col("_jp"), col)})
+            steps.append({name: F.when(F.col("_jp"), column(name))})
         self.steps = steps
+        self.guarded = [] if isinstance(expr, SqlExpr) or expr.kind == "column" else list(self.pairs)
+
+    def finish(self, df: DataFrame) -> DataFrame:
+        """A stream record whose joiner fails leaves the output (it is in the
+        processing log)."""
+        return unguarded(df, self.guarded)
 
     def join(self, df: DataFrame, left: ValueShape, right: ValueShape) -> DataFrame:
         """``df`` with the result columns."""
@@ -59,7 +80,7 @@ class Joiner:
             self._prepare(df, left, right)
         for step in self.steps:
             df = df.withColumns(step)
-        return df.drop("_jl", "_jp", "_jr")
+        return self.finish(df.drop("_jl", "_jp", "_jr"))
 
 
 class TableJoiner(Joiner):
@@ -70,6 +91,11 @@ class TableJoiner(Joiner):
     def __init__(self, expr: Expr, kind: str, resolve):
         super().__init__(expr, kind, resolve, {"old": ("l_old", "r_old"), "new": ("l_new", "r_new")})
         self.columns = None
+
+    def finish(self, df: DataFrame) -> DataFrame:
+        """A result the joiner fails on is absent (a change to it deletes the key's
+        earlier result; the failure is in the processing log)."""
+        return results(df, self.guarded)
 
     def changes(self, df: DataFrame, left: ValueShape, right: ValueShape) -> DataFrame:
         joined = self.join(df, left, right)

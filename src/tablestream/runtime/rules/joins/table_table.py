@@ -58,7 +58,7 @@ class TableTableRule(Rule):
         )
         decoded = evaluated_once(changes, decoded_cols)
         df = self.joiner.changes(decoded, left.value, right.value)
-        frame = Frame(df, "table", left.key_type, self.joiner.shape, key_json=left.key_json)
+        frame = Frame(df, "table", left.key_type, self.joiner.shape, key_json=left.key_json, positioned=False)
         if self.node.queryable:
             batch.materialize(self.node.store, frame)
         return frame
