@@ -84,6 +84,34 @@ def test_produce_then_consume_returns_exactly_what_was_produced(tmp_path):
     assert lines(cli(tmp_path, "consume", "t", "--from-beginning", "--max", "2", "--timeout", "0").stdout) == consumed[:2]
 
 
+MANY = "".join(json.dumps({"key": f"k{i}", "value": i, "timestamp": i}) + "\n" for i in range(2_500))
+
+
+def test_produce_of_many_records_prints_only_its_summary_when_not_on_a_terminal(tmp_path):
+    cli(tmp_path, "topics", "create", "t", "--partitions", "2")
+    result = cli(tmp_path, "produce", "t", stdin=MANY)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "Produced 2500 records to t\n")
+
+
+def test_produce_shows_a_bar_of_the_records_on_a_terminal(tmp_path, monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    import tablestream.cli
+
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=100, color_system=None, highlight=False)
+    monkeypatch.setattr(tablestream.cli, "stderr", terminal)
+    cli(tmp_path, "topics", "create", "t", "--partitions", "2")
+    result = cli(tmp_path, "produce", "t", stdin=MANY)
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    shown = screen.getvalue()
+    assert "Writing to t" in shown and "2500/2500 records" in shown
+    assert shown.endswith("Produced 2500 records to t\n")
+    assert len(lines(cli(tmp_path, "consume", "t", "--from-beginning", "--timeout", "0").stdout)) == 2_500
+
+
 def test_declared_key_and_value_formats(tmp_path):
     cli(tmp_path, "topics", "create", "c", "--compact", "--key-schema", "BIGINT", "--value-schema", "id BIGINT, name STRING")
     result = cli(tmp_path, "produce", "c", stdin='{"key": 1, "value": {"id": 1, "name": "Ada"}, "timestamp": 5}\n')

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import TablestreamError
+from .progress import record_progress
 from .storage.stores import open_store
 from .storage.topic import (
     DEFAULT_DELETE_RETENTION_MS,
@@ -164,21 +165,31 @@ def produce(topic: str, bootstrap_servers: Bootstrap = None, home: Home = None) 
     def action() -> None:
         store = open_store(bootstrap_servers, home)
         config = store.topic_config(topic)
-        records = parse_produce_lines(sys.stdin.read().splitlines(), config)
-        written = store.produce(topic, records)
+        lines = sys.stdin.read().splitlines()
+        # A bar on a terminal only: piped or redirected, the output is the summary line.
+        with record_progress(stderr, f"Reading lines for {topic}", len(lines)) as progress:
+            records = parse_produce_lines(lines, config, progress.advance)
+            progress.describe(f"Writing to {topic}")
+            written = store.produce(topic, records)
         stderr.print(f"Produced {len(written)} record{'s' if len(written) != 1 else ''} to {topic}")
 
     _run(action)
 
 
 _PRODUCE_FIELDS = {"key", "value", "timestamp", "partition", "headers"}
+_PROGRESS_EVERY = 1000  # lines between updates of the bar (an update per line costs more)
 
 
-def parse_produce_lines(lines: list[str], config: TopicConfig) -> list[Record]:
-    """Parse and serialize every line first, so a bad line N writes nothing."""
+def parse_produce_lines(
+    lines: list[str], config: TopicConfig, advance: Callable[[int], None] | None = None
+) -> list[Record]:
+    """Parse and serialize every line first, so a bad line N writes nothing.
+    ``advance(n)`` counts the lines as they are read, a thousand at a time."""
     key_format, value_format = _formats(config)
     records = []
     for number, line in enumerate(lines, start=1):
+        if advance is not None and number % _PROGRESS_EVERY == 0:
+            advance(_PROGRESS_EVERY)
         if not line.strip():
             continue
         try:
@@ -221,6 +232,8 @@ def parse_produce_lines(lines: list[str], config: TopicConfig) -> list[Record]:
                 headers=tuple((k, None if v is None else v.encode()) for k, v in headers.items()),
             )
         )
+    if advance is not None:
+        advance(len(lines) % _PROGRESS_EVERY)
     return records
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from .progress import batch_lines
 from .storage.embedded import EmbeddedStore
 from .storage.topic import Record, TopicConfig
 
@@ -172,7 +173,7 @@ def run_demo(directory: str | None, console: Console) -> None:
     console.print(f"[bold]tablestream demo[/bold]  (embedded store in {root})")
     console.print("Starting Spark (local) ...")
     spark = get_spark(app_name="tablestream-demo")
-    app = Application(demo_topology(), "demo", store=store, spark=spark)
+    app = Application(demo_topology(), "demo", store=store, spark=spark, progress=batch_lines(console))
     console.print()
     console.print(app.describe(), markup=False, highlight=False)
 

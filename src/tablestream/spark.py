@@ -2,8 +2,8 @@
 
 ``local[*]`` unless a master is configured (``spark-submit --master yarn|k8s|spark://``,
 ``TABLESTREAM_SPARK_MASTER`` or the ``master`` argument); Delta Lake, Spark's Kafka
-connector and Spark's Avro functions come through ``spark.jars.packages``; logs are
-quiet.
+connector and Spark's Avro functions come through ``spark.jars.packages``; Spark's
+start-up output and logs are quiet unless ``TABLESTREAM_VERBOSE=1``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,12 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
+
+from . import config as ts_config
 
 DELTA_PACKAGE = "io.delta:delta-spark_2.13:4.4.0"
 KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
@@ -21,6 +25,8 @@ AVRO_PACKAGE = "org.apache.spark:spark-avro_2.13:4.1.1"
 PACKAGES = (DELTA_PACKAGE, KAFKA_PACKAGE, AVRO_PACKAGE)
 
 MASTER_ENV = "TABLESTREAM_SPARK_MASTER"
+# Spark's JVM logs: errors only (unless verbose).
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 _BASE_CONF: dict[str, str] = {
     "spark.jars.packages": ",".join(PACKAGES),
@@ -61,6 +67,12 @@ def get_spark(
 ):
     """Return the active SparkSession, or build one configured for tablestream.
 
+    Quiet unless :func:`tablestream.config.verbose` (``TABLESTREAM_VERBOSE=1``): the JVM
+    launcher's start-up output (Ivy's resolution report, JVM and log4j warnings) is held
+    back, and shown only if the start fails; the first run's download of the Spark
+    packages is announced in one line; afterwards Spark logs errors only. Verbose keeps
+    Spark's own output and log levels.
+
     >>> spark = get_spark()                          # doctest: +SKIP
     >>> spark = get_spark("spark://host:7077")       # doctest: +SKIP
     """
@@ -80,32 +92,147 @@ def get_spark(
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-    builder = SparkSession.builder.appName(app_name)
+    quiet = not ts_config.verbose()
+    settings = {"spark.app.name": app_name}
     if chosen is not None:
-        builder = builder.master(chosen)
+        settings["spark.master"] = chosen
     elif "--master" not in submitted_master:
-        builder = builder.master("local[*]")
-    settings = dict(_BASE_CONF)
+        settings["spark.master"] = "local[*]"
+    settings.update(_BASE_CONF)
     if local:
         settings.update(_LOCAL_CONF)
-        log_config = Path(__file__).with_name("log4j2.properties")
         # The throughput collector: a batch's garbage dies young, and a catch-up batch
         # (1M changes through a foreign-key join) runs about 5% faster than under G1
         # with pauses no longer (longest 222 ms against 279 ms over bootstrap and catch-up).
-        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log_config} -XX:+UseParallelGC"
+        java_options = ["-XX:+UseParallelGC"]
+        if quiet:
+            java_options.insert(0, f"-Dlog4j2.configurationFile=file:{LOG_CONFIG}")
+        settings["spark.driver.extraJavaOptions"] = " ".join(java_options)
         cached = _cached_jars()
         if cached:
             # Skip the Ivy resolve (10 s and a page of output) once it has succeeded here.
             del settings["spark.jars.packages"]
             settings["spark.jars"] = ",".join(cached)
     settings.update(conf or {})
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if quiet and _launches_jvm():
+        spark = _start_quietly(settings)
+    else:
+        builder = SparkSession.builder
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+    if quiet:
+        spark.sparkContext.setLogLevel("ERROR")
     if local and "spark.jars.packages" in settings:
         _remember_jars(spark.sparkContext.getConf().get("spark.jars", ""))
     return spark
+
+
+def _launches_jvm() -> bool:
+    """Whether building a session starts a JVM here (not under ``spark-submit``, which
+    started it, nor after an earlier session of this process, whose JVM stays)."""
+    from pyspark import SparkContext
+
+    # PySpark keeps its gateway in a class attribute and has no public accessor for it.
+    return "PYSPARK_GATEWAY_PORT" not in os.environ and SparkContext._gateway is None  # noqa: SLF001
+
+
+def _start_quietly(settings: Mapping[str, str]):
+    """Start the JVM with its standard error read by :class:`_LauncherOutput`, then the
+    session on it."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    spark_conf = SparkConf()  # no JVM yet: the settings become spark-submit's --conf
+    for key, value in settings.items():
+        spark_conf.set(key, value)
+    notice = download_notice(settings)
+    if notice:
+        print(notice, file=sys.stderr, flush=True)
+    output = _LauncherOutput()
+    try:
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": output.write_end})
+        output.launched()
+        SparkContext(conf=spark_conf, gateway=gateway)
+        spark = SparkSession.builder.config(conf=spark_conf).getOrCreate()
+    except BaseException:
+        output.show_held()
+        raise
+    # Everything the JVM wrote before this line belongs to its start-up; from it on,
+    # its standard error (Spark's errors, Python workers' output) passes through.
+    gateway.jvm.java.lang.System.err.println(output.marker)
+    return spark
+
+
+class _LauncherOutput:
+    """The JVM's standard error, read by a daemon thread: held back until the marker
+    line that ends the start-up, written to ``sys.stderr`` after it. The held lines are
+    written out if the start fails, so that its reason is seen."""
+
+    def __init__(self) -> None:
+        read_end, self.write_end = os.pipe()
+        self.marker = f"tablestream-started-{uuid.uuid4().hex}"
+        self._held: list[str] | None = []
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        threading.Thread(target=self._pump, args=(read_end,), name="tablestream-jvm-stderr", daemon=True).start()
+
+    def launched(self) -> None:
+        """The JVM holds its own copy of the write end; ours must go for an end of file."""
+        os.close(self.write_end)
+        self.write_end = -1
+
+    def show_held(self) -> None:
+        if self.write_end >= 0:
+            self.launched()
+        self._closed.wait(timeout=5)  # a JVM that exited has written everything
+        with self._lock:
+            held, self._held = self._held, None
+        if held:
+            _write_stderr("".join(held))
+
+    def _pump(self, read_end: int) -> None:
+        with os.fdopen(read_end, "r", encoding="utf-8", errors="replace") as stream:
+            for line in stream:
+                with self._lock:
+                    if self._held is not None:
+                        if line.rstrip("\n") == self.marker:
+                            self._held = None
+                        else:
+                            self._held.append(line)
+                        continue
+                _write_stderr(line)
+        self._closed.set()
+
+
+def _write_stderr(text: str) -> None:
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):  # sys.stderr replaced and closed (a test's capture)
+        sys.__stderr__.write(text)
+
+
+def download_notice(settings: Mapping[str, str]) -> str | None:
+    """The one line that announces the first download of the Spark packages (None when
+    Ivy already holds them, or no packages are resolved)."""
+    packages = settings.get("spark.jars.packages")
+    if not packages:
+        return None
+    ivy = Path(settings.get("spark.jars.ivy") or Path.home() / ".ivy2.5.2").expanduser()
+    coordinates = [p.split(":") for p in packages.split(",") if p.count(":") == 2]
+    if all((ivy / "jars" / f"{group}_{artifact}-{version}.jar").exists() for group, artifact, version in coordinates):
+        return None
+    names = ", ".join(_short_name(artifact) for _, artifact, _ in coordinates)
+    shown = f"~/{ivy.relative_to(Path.home())}" if ivy.is_relative_to(Path.home()) else str(ivy)
+    return f"Downloading Spark packages ({names}) once, to {shown} ..."
+
+
+def _short_name(artifact: str) -> str:
+    """``spark-sql-kafka-0-10_2.13`` -> ``spark-sql-kafka``."""
+    name = artifact.split("_")[0]
+    return name.removesuffix("-0-10")
 
 
 def _jar_cache_file() -> Path:

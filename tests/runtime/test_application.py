@@ -147,3 +147,35 @@ def test_reset_starts_over_from_the_beginning_and_allows_another_partition_count
     finally:
         again.stop()
     assert not query.isActive
+
+
+def test_progress_reports_each_batch_its_records_and_the_lag(tmp_path, spark):
+    """One file per micro-batch: the first batch reads the first append (3 records) and
+    leaves the second (2 records) behind. The position after the last batch is kept, so
+    a new instance of the application knows its lag before it runs."""
+    store = EmbeddedStore(tmp_path / "home")
+    store.create_topic(TopicConfig("events", partitions=1))
+    builder = StreamsBuilder()
+    builder.stream("events", value_schema="n BIGINT").filter("n > 1").to("big-events")
+    topology = builder.build()
+    store.produce("events", [Record(b"a", b'{"n": 1}', 1), Record(b"b", b'{"n": 2}', 2), Record(b"c", b'{"n": 3}', 3)])
+    store.produce("events", [Record(b"d", b'{"n": 4}', 4), Record(b"e", b'{"n": 5}', 5)])
+    seen = []
+    app = Application(topology, "counter", store=store, spark=spark, max_files_per_batch=1, progress=seen.append)
+    assert app.lag() == 5  # nothing read yet: from the start of the partition
+    app.run_until_caught_up()
+    assert [(p.application_id, p.batch_id, p.records, p.lag) for p in seen] == [
+        ("counter", 0, 3, 2),
+        ("counter", 1, 2, 0),
+    ]
+    assert all(p.seconds > 0 for p in seen)
+    assert [r.key for r in store.consume("big-events")] == [b"b", b"c", b"d", b"e"]
+
+    store.produce("events", [Record(b"f", b'{"n": 6}', 6)])
+    again = []
+    restarted = Application(topology, "counter", store=store, spark=spark, progress=again.append)
+    assert restarted.lag() == 1
+    restarted.run_until_caught_up()
+    assert [(p.batch_id, p.records, p.lag) for p in again] == [(2, 1, 0)]
+    restarted.reset()
+    assert restarted.lag() == 6

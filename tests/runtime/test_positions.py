@@ -115,10 +115,20 @@ def test_other_columns_pass_through_unchanged(spark, slices, summarize):
     assert sorted((r.offset, r.value, r.o_ts) for r in out.collect()) == [(i, f"v{i}", 100) for i in range(6)]
 
 
+def test_a_batch_ends_after_its_last_record_of_each_partition(spark, summarize):
+    # Runs of one partition in different Spark partitions, with a gap (a compacted offset).
+    frame = records(
+        spark,
+        [[("a", 0, 5, 1, "x"), ("a", 0, 6, 1, "x"), ("b", 2, 40, 1, "x")], [("a", 0, 8, 1, "x"), ("a", 1, 0, 1, "x")]],
+    )
+    assert read_positions(frame, {}, summarize=summarize).ends == {("a", 0): 9, ("a", 1): 1, ("b", 2): 41}
+
+
 def test_an_empty_batch_gets_the_column(spark, summarize):
-    out = read_positions(spark.createDataFrame([], SCHEMA), {}, summarize=summarize).records
-    assert out.columns[-1] == "o_ts"
-    assert out.count() == 0
+    positions = read_positions(spark.createDataFrame([], SCHEMA), {}, summarize=summarize)
+    assert positions.records.columns[-1] == "o_ts"
+    assert positions.records.count() == 0
+    assert positions.ends == {}
 
 
 def test_checks_find_each_sources_invalid_records_in_the_same_job(spark, summarize):

@@ -8,6 +8,8 @@ and how to delete it to start over (imports no Spark, so the command line can us
     state/          live RocksDB stores, one per (store, state partition)
     changelog/      the stores' changelog files and snapshots (restore)
     tables/<store>  each materialized table's changelog, a Delta table users read
+    positions.json  per source topic partition, the offset after the last record read
+                    (what its lag is counted from)
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class AppPaths:
     @property
     def meta(self) -> Path:
         return self.root / "app.json"
+
+    @property
+    def positions(self) -> Path:
+        return self.root / "positions.json"
 
     @property
     def checkpoint(self) -> Path:

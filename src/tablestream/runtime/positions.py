@@ -41,12 +41,14 @@ _POSITIONS = ["topic", "partition", "offset", "timestamp"]
 
 @dataclass(frozen=True)
 class BatchPositions:
-    """A batch's records with ``o_ts``, how many there are, and each checked source's
-    invalid records (``topic, partition, offset``; absent when it has none)."""
+    """A batch's records with ``o_ts``, how many there are, each checked source's
+    invalid records (``topic, partition, offset``; absent when it has none), and where
+    it ends: per topic partition it has records of, the offset after its last one."""
 
     records: DataFrame
     count: int
     invalid: dict[str, pa.Table]
+    ends: dict[tuple[str, int], int]
 
     def valid(self, source: str, rows: DataFrame) -> DataFrame:
         """``rows`` (records of ``source``'s topics) without its invalid records."""
@@ -81,11 +83,14 @@ def read_positions(records: DataFrame, checks: dict[str, Column], *, summarize: 
         if bad.num_rows:
             invalid[name] = bad.select(["topic", "partition", "offset"])
     count = pc.sum(chunks.column("count")).as_py() or 0
+    ends: dict[tuple[str, int], int] = {}
+    for topic, part, last in zip(*(chunks.column(c).to_pylist() for c in ("topic", "partition", "last_offset")), strict=True):
+        ends[topic, part] = max(ends.get((topic, part), 0), last + 1)
     if in_order(chunks):
-        return BatchPositions(records.withColumn("o_ts", F.col("timestamp")), count, invalid)
+        return BatchPositions(records.withColumn("o_ts", F.col("timestamp")), count, invalid, ends)
     if collected is None:
         collected = positions.select(*_POSITIONS).toArrow()
-    return BatchPositions(_with_order_time(records, collected), count, invalid)
+    return BatchPositions(_with_order_time(records, collected), count, invalid, ends)
 
 
 def _summaries(positions: pa.Table) -> pa.Table:

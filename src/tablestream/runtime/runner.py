@@ -19,7 +19,7 @@ from .failures import FailureLog, ProcessingSettings, operating
 from .frames import Frame
 from .output import CollectedBatch, collect_batch
 from .physical import PhysicalPlan
-from .positions import read_positions
+from .positions import BatchPositions, read_positions
 from .rules import rule_for
 from .rules.sources import SourceRule
 from .state import StoreLayout
@@ -59,7 +59,8 @@ class BatchRunner:
         self._reporters = {}
         self._checks: dict[str, Column] | None = None
         self._output_memo: dict = {}
-        self._last_count: int | None = None  # records in the batch before
+        # The last batch's positions: its record count, where it ends in each partition.
+        self.last_positions: BatchPositions | None = None
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -76,9 +77,10 @@ class BatchRunner:
         """Compute one batch. ``records`` has the normalized topic columns."""
         # A batch's tasks sum up its positions when the batch before was large (or this
         # is the first): catch-up batches repay that Python stage, small ones not.
-        summarize = self._last_count is None or self._last_count >= _COMPUTE_FIRST
+        last = self.last_positions
+        summarize = last is None or last.count >= _COMPUTE_FIRST
         positions = read_positions(records, self.source_checks(), summarize=summarize)
-        self._last_count = positions.count
+        self.last_positions = positions
         batch = BatchContext(
             batch_id, positions, self.physical, BatchOutput(memo=self._output_memo),
             compute_first=positions.count >= _COMPUTE_FIRST,

@@ -1,0 +1,70 @@
+"""Starting Spark: nothing on the terminal but tablestream's own line (the first run's
+download notice) unless TABLESTREAM_VERBOSE=1, which keeps Spark's own output."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tablestream.spark import PACKAGES, download_notice
+
+NOTICE_START = "Downloading Spark packages (delta-spark, spark-sql-kafka, spark-avro) once, to "
+
+START = """
+import sys
+from tablestream.spark import get_spark
+spark = get_spark()
+print(spark.range(3).count())
+print("after the start", file=sys.stderr)
+spark.stop()
+"""
+
+
+def start_spark(**env) -> subprocess.CompletedProcess:
+    """``get_spark()`` in a fresh interpreter, TABLESTREAM_VERBOSE as given."""
+    base = {k: v for k, v in os.environ.items() if k != "TABLESTREAM_VERBOSE"}
+    base["PYTHONPATH"] = str(Path(__file__).parents[1] / "src")
+    return subprocess.run(
+        [sys.executable, "-c", START], env={**base, **env}, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_spark_starts_without_a_word_on_stderr():
+    started = start_spark()
+    assert (started.returncode, started.stdout) == (0, "3\n")
+    lines = started.stderr.splitlines()
+    # The download notice only on a machine where Ivy does not hold the packages yet.
+    assert lines[-1:] == ["after the start"] and all(line.startswith(NOTICE_START) for line in lines[:-1])
+    assert len(lines) <= 2
+
+
+@pytest.mark.slow
+def test_verbose_keeps_sparks_own_start_up_output():
+    started = start_spark(TABLESTREAM_VERBOSE="1")
+    assert (started.returncode, started.stdout) == (0, "3\n")
+    assert 'Setting default log level to "WARN".' in started.stderr.splitlines()
+
+
+def test_the_download_notice_is_one_line_while_ivy_lacks_a_package(tmp_path):
+    settings = {"spark.jars.packages": ",".join(PACKAGES), "spark.jars.ivy": str(tmp_path)}
+    expected = f"{NOTICE_START}{tmp_path} ..."
+    assert download_notice(settings) == expected
+    (tmp_path / "jars").mkdir()
+    for package in PACKAGES[:2]:
+        group, artifact, version = package.split(":")
+        (tmp_path / "jars" / f"{group}_{artifact}-{version}.jar").touch()
+    assert download_notice(settings) == expected
+    group, artifact, version = PACKAGES[2].split(":")
+    (tmp_path / "jars" / f"{group}_{artifact}-{version}.jar").touch()
+    assert download_notice(settings) is None
+    assert download_notice({"spark.jars": "/opt/jars/delta.jar"}) is None
+
+
+def test_the_download_notice_shows_the_default_ivy_directory_under_home(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    notice = download_notice({"spark.jars.packages": PACKAGES[0]})
+    assert notice == "Downloading Spark packages (delta-spark) once, to ~/.ivy2.5.2 ..."
