@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -208,3 +209,166 @@ def test_app_reset_deletes_what_the_application_keeps(tmp_path):
     assert (again.exit_code, again.output) == (1, f"Error: No application 'revenue' in {tmp_path}\n")
     invalid = cli(tmp_path, "app", "reset", "..")
     assert (invalid.exit_code, invalid.output) == (1, "Error: Invalid application id '..' (a name without '/')\n")
+
+
+def _err(result) -> tuple[int, str]:
+    return result.exit_code, result.stderr
+
+
+def test_a_damaged_topic_is_one_line_in_every_command_and_delete_removes_it(tmp_path):
+    for name in ("broken", "lost", "ok"):
+        cli(tmp_path, "topics", "create", name)
+    cli(tmp_path, "produce", "lost", stdin='{"key": "a", "value": 1}\n')
+    settings = tmp_path / "topics" / "broken" / "topic.json"
+    settings.write_text("{garbage")
+    log = tmp_path / "topics" / "lost" / "log"
+    shutil.rmtree(log / "_delta_log")
+    damaged = {
+        "broken": f"Topic 'broken' is damaged: {settings}: not valid JSON (Expecting property name "
+        "enclosed in double quotes at line 1 column 2) (delete it with 'tablestream topics delete broken')",
+        "lost": f"Topic 'lost' is damaged: {log}: no Delta log (_delta_log is missing or empty) "
+        "(delete it with 'tablestream topics delete lost')",
+    }
+    for name, message in damaged.items():
+        for args in (("topics", "describe", name), ("consume", name, "--from-beginning", "--timeout", "0"),
+                     ("produce", name), ("compact", name)):
+            result = cli(tmp_path, *args, stdin='{"key": "a", "value": 2}\n')
+            assert _err(result) == (1, f"Error: {message}\n"), args
+
+    listed = cli(tmp_path, "topics", "list")
+    assert (listed.exit_code, listed.stdout) == (0, "broken\nlost\nok\n")
+    assert listed.stderr == f"Warning: {damaged['broken']}\nWarning: {damaged['lost']}\n"
+
+    assert cli(tmp_path, "topics", "delete", "broken").output == "Deleted topic broken\n"
+    assert cli(tmp_path, "topics", "delete", "lost").output == "Deleted topic lost\n"
+    assert cli(tmp_path, "topics", "list").output == "ok\n"
+    cli(tmp_path, "topics", "create", "lost")
+    assert cli(tmp_path, "produce", "lost", stdin='{"key": "a", "value": 3, "timestamp": 5}\n').exit_code == 0
+    assert lines(cli(tmp_path, "consume", "lost", "--from-beginning", "--timeout", "0").stdout) == [
+        {"key": "a", "value": 3, "timestamp": 5, "partition": 0, "offset": 0}
+    ]
+
+
+def test_a_home_that_is_a_file_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("")
+    for args in (("topics", "list"), ("topics", "create", "t"), ("app", "list")):
+        result = runner.invoke(app, [*args, "--home", str(tmp_path / "file")])
+        assert _err(result) == (
+            1, f"Error: Home {tmp_path / 'file'} is not a directory (give --home or $TABLESTREAM_HOME a directory)\n"
+        ), args
+
+
+def test_an_unexpected_error_is_one_line_and_verbose_shows_the_chained_traceback(tmp_path, monkeypatch):
+    from tablestream.storage.embedded import EmbeddedStore
+
+    def broken(self):
+        try:
+            {}["catalog"]
+        except KeyError as err:
+            raise ValueError("the catalog is gone\nsecond line") from err
+
+    monkeypatch.setattr(EmbeddedStore, "list_topics", broken)
+    assert _err(cli(tmp_path, "topics", "list")) == (1, "Error: ValueError: the catalog is gone\n")
+    verbose = runner.invoke(app, ["--verbose", "topics", "list", "--home", str(tmp_path)])
+    assert verbose.exit_code == 1
+    assert verbose.stderr.startswith("Traceback (most recent call last):\n")
+    assert "KeyError: 'catalog'\n\nThe above exception was the direct cause of the following exception:\n" in verbose.stderr
+    assert verbose.stderr.endswith("ValueError: the catalog is gone\nsecond line\nError: ValueError: the catalog is gone\n")
+
+
+def _rows(output: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.split("│")[1:-1]] for line in output.splitlines() if line.startswith("│")]
+
+
+def _application(home, application_id="revenue"):
+    """An application's files as a run leaves them: its recorded partitions and run,
+    checkpoint logs (batch 2 planned, 1 done), two stores written in batches 0 and 1
+    (partition 1 of 'counts' never written), a materialized table."""
+    from tablestream.runtime.layout import AppPaths
+    from tablestream.runtime.state import StoreSession
+
+    paths = AppPaths.of(application_id, home)
+    paths.root.mkdir(parents=True)
+    paths.meta.write_text(json.dumps({"partitions": 2, "run": "r1"}))
+    for log, batches in (("offsets", 3), ("commits", 2)):
+        (paths.checkpoint / log).mkdir(parents=True)
+        for batch in range(batches):
+            (paths.checkpoint / log / str(batch)).write_text('v1\n{"batchWatermarkMs":0}\n{"reservoirVersion":1}\n')
+    layout = paths.layout
+    for batch in (0, 1):
+        for store, partition in (("counts", 0), ("revenue", 0), ("revenue", 1)):
+            with StoreSession(layout, store, partition, batch) as session:
+                session.put([b"k%d" % batch], [b"v"])
+    (paths.table("revenue") / "_delta_log").mkdir(parents=True)
+    return paths
+
+
+def test_app_list_and_describe_read_the_application_files(tmp_path):
+    assert cli(tmp_path, "app", "list").output == f"No applications in {tmp_path}\n"
+    paths = _application(tmp_path)
+    other = tmp_path / "apps" / "fresh"
+    other.mkdir()
+
+    listed = cli(tmp_path, "app", "list")
+    assert listed.exit_code == 0
+    assert _rows(listed.stdout) == [  # application, status, (state) partitions, last batch, stores
+        ["fresh", "stopped", "-", "-", ""],
+        ["revenue", "stopped", "2", "1", "counts, revenue"],
+    ]
+
+    described = cli(tmp_path, "app", "describe", "revenue")
+    assert described.exit_code == 0
+    assert described.stdout.splitlines()[:3] == [
+        "Application: revenue  status: stopped  state partitions: 2  run: r1",
+        "Last batch: 1 (batch 2 planned, not done: the next start finishes it)",
+        f"Directory: {paths.root}",
+    ]
+    size = {
+        (store, p): sum(f.stat().st_size for f in paths.layout.changelog_dir(store, p).glob("*.arrow"))
+        for store, p in (("counts", 0), ("revenue", 0), ("revenue", 1))
+    }
+    assert _rows(described.stdout) == [  # store, partition, changelogs, bytes, snapshots, live db
+        ["counts", "0", "2", str(size["counts", 0]), "-", "yes"],
+        ["revenue", "0", "2", str(size["revenue", 0]), "-", "yes"],
+        ["revenue", "1", "2", str(size["revenue", 1]), "-", "yes"],
+    ]
+    assert described.stdout.splitlines()[-1] == "Materialized tables: revenue"
+    assert described.stderr == ""
+    assert _err(cli(tmp_path, "app", "describe", "nope")) == (1, f"Error: No application 'nope' in {tmp_path}\n")
+
+
+def test_app_describe_and_list_tell_damaged_files_and_a_running_instance(tmp_path):
+    from tablestream.runtime.layout import InstanceLock
+
+    paths = _application(tmp_path)
+    offsets = paths.checkpoint / "offsets" / "2"
+    offsets.write_text("v1\n{garbage\n")
+    damage = (
+        f"Application 'revenue' is damaged: {offsets}: line 2 is not JSON (Expecting property name enclosed "
+        "in double quotes at column 2) (reset the application to rebuild it from its source topics: "
+        "'tablestream app reset revenue' or Application.reset())"
+    )
+    described = cli(tmp_path, "app", "describe", "revenue")
+    assert described.stdout.splitlines()[0] == "Application: revenue  status: damaged  state partitions: 2  run: r1"
+    assert described.stderr == f"Warning: {damage}\n"
+    listed = cli(tmp_path, "app", "list")
+    assert _rows(listed.stdout) == [["revenue", "damaged", "2", "1", "counts, revenue"]]
+    assert listed.stderr == f"Warning: {damage}\n"
+
+    lock = InstanceLock(paths)
+    lock.acquire()
+    try:
+        since = json.loads(paths.lock.read_text())["since"]
+        running = f"running (pid {os.getpid()}, since {since})"
+        described = cli(tmp_path, "app", "describe", "revenue")
+        assert described.stdout.splitlines()[0] == (
+            f"Application: revenue  status: {running}  state partitions: 2  run: r1"
+        )
+        assert _rows(cli(tmp_path, "app", "list").stdout) == [["revenue", "running", "2", "1", "counts, revenue"]]
+        reset = cli(tmp_path, "app", "reset", "revenue")
+        assert _err(reset) == (1, f"Error: Application 'revenue' is {running}; stop it before resetting it\n")
+        assert paths.root.exists()
+    finally:
+        lock.release()
+    assert cli(tmp_path, "app", "reset", "revenue").exit_code == 0
+    assert not paths.root.exists()

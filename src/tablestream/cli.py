@@ -1,15 +1,18 @@
-"""The ``tablestream`` command line: topics, produce, consume, compact, demo.
+"""The ``tablestream`` command line: topics, produce, consume, compact, app, demo.
 
 The embedded store (``$TABLESTREAM_HOME``, default ``./.tablestream``) is used unless
 ``--bootstrap-servers HOST:PORT`` names a Kafka cluster. Errors are one line on stderr
-and a non-zero exit code; a command that fails writes nothing.
+and a non-zero exit code; a command that fails writes nothing. ``tablestream --verbose
+COMMAND`` adds the full traceback of an error.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -17,7 +20,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .errors import TablestreamError
+from . import config as ts_config
+from .errors import DamagedTopicError, TablestreamError, first_line
 from .progress import record_progress
 from .storage.stores import open_store
 from .storage.topic import (
@@ -61,14 +65,36 @@ class CliError(TablestreamError):
     """A user error found by the command line itself (bad input line, bad option)."""
 
 
+_options = {"verbose": False}
+
+
+@app.callback()
+def _global_options(
+    verbose: Annotated[
+        bool,
+        typer.Option("--verbose", help="On an error, print its full traceback; let Spark print its own output."),
+    ] = False,
+) -> None:
+    _options["verbose"] = verbose
+    if verbose:
+        os.environ[ts_config.VERBOSE_ENV] = "1"
+
+
 def _run(action: Callable[[], None]) -> None:
+    """Run a command: an error is one line on stderr and exit code 1 (the traceback
+    too with ``--verbose``); an unexpected one is told by its type and message."""
     try:
         action()
-    except TablestreamError as err:
-        stderr.print(f"Error: {err}", markup=False)
-        raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+    except Exception as err:  # noqa: BLE001 - no traceback reaches a user without --verbose
+        if _options["verbose"]:
+            stderr.print("".join(traceback.format_exception(err)).rstrip(), markup=False)
+        if isinstance(err, TablestreamError):
+            stderr.print(f"Error: {err}", markup=False)
+        else:
+            stderr.print(f"Error: {type(err).__name__}: {first_line(err)}", markup=False)
+        raise typer.Exit(1) from None
 
 
 # ---------------------------------------------------------------------------- topics
@@ -111,8 +137,24 @@ def topics_create(
 
 @topics_app.command("list")
 def topics_list(bootstrap_servers: Bootstrap = None, home: Home = None) -> None:
-    """List topic names, one per line."""
-    _run(lambda: [stdout.print(t, markup=False) for t in open_store(bootstrap_servers, home).list_topics()] and None)
+    """List topic names, one per line; a damaged embedded topic is listed too, and
+    told on stderr."""
+
+    def action() -> None:
+        store = open_store(bootstrap_servers, home)
+        check = getattr(store, "check_topic", None)  # Kafka topics are the broker's concern
+        damaged = []
+        for name in store.list_topics():
+            stdout.print(name, markup=False)
+            try:
+                if check is not None:
+                    check(name)
+            except DamagedTopicError as err:
+                damaged.append(err)
+        for err in damaged:
+            stderr.print(f"Warning: {err}", markup=False)
+
+    _run(action)
 
 
 @topics_app.command("describe")
@@ -307,12 +349,92 @@ def compact(topic: str, home: Home = None) -> None:
 
 
 # ------------------------------------------------------------------------------- app
+@apps_app.command("list")
+def app_list(home: Home = None) -> None:
+    """List the applications under the home: status, state partitions, last batch
+    done, stores. Damaged files are told on stderr."""
+    from .runtime.layout import describe_application, list_applications
+
+    def action() -> None:
+        ids = list_applications(home)
+        if not ids:
+            stdout.print(f"No applications in {ts_config.home(home)}", markup=False)
+            return
+        table = Table("application", "status", "partitions", "last batch", "stores")
+        problems = []
+        for application_id in ids:
+            d = describe_application(application_id, home)
+            problems += d.problems
+            table.add_row(
+                application_id,
+                _status(d, short=True),
+                _text(d.partitions),
+                _text(d.last_batch),
+                ", ".join(d.store_names),
+            )
+        stdout.print(table)
+        for problem in problems:
+            stderr.print(f"Warning: {problem}", markup=False)
+
+    _run(action)
+
+
+@apps_app.command("describe")
+def app_describe(application_id: str, home: Home = None) -> None:
+    """Show an application's state partitions, run, last batch, stores (per partition:
+    changelog files and bytes, snapshots, live database) and materialized tables, from
+    its files alone. Damaged files are told on stderr."""
+    from .runtime.layout import describe_application
+
+    def action() -> None:
+        d = describe_application(application_id, home)
+        stdout.print(
+            f"Application: {d.application_id}  status: {_status(d)}  "
+            f"state partitions: {_text(d.partitions)}  run: {_text(d.run)}",
+            markup=False,
+        )
+        last = f"Last batch: {_text(d.last_batch)}"
+        if d.planned_batch is not None and d.planned_batch != d.last_batch:
+            last += f" (batch {d.planned_batch} planned, not done: the next start finishes it)"
+        stdout.print(last, markup=False)
+        stdout.print(f"Directory: {d.root}", markup=False)
+        if d.stores:
+            table = Table("store", "partition", "changelogs", "changelog bytes", "snapshots", "live db")
+            for s in d.stores:
+                table.add_row(
+                    s.store,
+                    str(s.partition),
+                    str(s.changelogs),
+                    str(s.changelog_bytes),
+                    ", ".join(map(str, s.snapshots)) or "-",
+                    "yes" if s.local else "no",
+                )
+            stdout.print(table)
+        else:
+            stdout.print("Stores: none", markup=False)
+        stdout.print(f"Materialized tables: {', '.join(d.tables) or 'none'}", markup=False)
+        for problem in d.problems:
+            stderr.print(f"Warning: {problem}", markup=False)
+
+    _run(action)
+
+
+def _status(description, *, short: bool = False) -> str:
+    running = description.running
+    if running is not None:
+        return "running" if short else f"running ({running})"
+    return "damaged" if description.problems else "stopped"
+
+
+def _text(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
 @apps_app.command("reset")
 def app_reset(application_id: str, home: Home = None) -> None:
     """Start APPLICATION_ID over from the beginning of its source topics: delete its
     checkpoint, state stores, changelogs and materialized tables. Output topics and the
     processing log are kept. Stop the application first."""
-    from . import config as ts_config
     from .runtime.layout import reset_application
 
     def action() -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+import shutil
 
 import pyarrow as pa
 import pytest
 
 from tablestream.errors import (
+    DamagedTopicError,
+    InvalidHomeError,
     InvalidPartitionError,
     InvalidTopicError,
     TopicExistsError,
@@ -205,3 +208,70 @@ def test_append_with_transaction_is_idempotent(store):
     assert len(store.consume("out")) == 2
     assert store.append("out", batch, txn=("app-1", 8)).num_rows == 2
     assert len(store.consume("out")) == 4
+
+
+def _damage(store, name, how):
+    topic_dir = store.topics_dir / name
+    if how == "settings":
+        (topic_dir / "topic.json").write_text("garbage")
+        return topic_dir / "topic.json", "not valid JSON (Expecting value at line 1 column 1)"
+    if how == "log":
+        shutil.rmtree(topic_dir / "log" / "_delta_log")
+        return topic_dir / "log", "no Delta log (_delta_log is missing or empty)"
+    if how == "other topic":
+        (topic_dir / "topic.json").write_text('{"name": "other", "partitions": 1}')
+        return topic_dir / "topic.json", "it names another topic, 'other'"
+    (topic_dir / "topic.json").write_text('{"name": "t", "partitions": 0}')
+    return topic_dir / "topic.json", "Topic 't': the number of partitions must be at least 1, got 0"
+
+
+@pytest.mark.parametrize("how", ["settings", "log", "other topic", "bad setting"])
+def test_a_damaged_topic_is_reported_by_every_method_and_can_be_deleted(store, how):
+    store.create_topic(TopicConfig("t"))
+    store.create_topic(TopicConfig("ok"))
+    store.produce("t", [Record(b"k", b"1")])
+    path, problem = _damage(store, "t", how)
+    message = f"Topic 't' is damaged: {path}: {problem} (delete it with 'tablestream topics delete t')"
+    calls = {
+        "check_topic": lambda: store.check_topic("t"),
+        "describe_topic": lambda: store.describe_topic("t"),
+        "end_offsets": lambda: store.end_offsets("t"),
+        "produce": lambda: store.produce("t", [Record(b"k", b"2")]),
+        "read": lambda: store.read("t"),
+        "consume": lambda: store.consume("t"),
+        "poll": lambda: store.poll("t", {0: 0}),
+        "compact": lambda: store.compact("t"),
+    }
+    for method, call in calls.items():
+        with pytest.raises(DamagedTopicError) as damaged:
+            call()
+        assert str(damaged.value) == message, method
+    assert store.list_topics() == ["ok", "t"]
+    store.check_topic("ok")
+    store.delete_topic("t")
+    assert store.list_topics() == ["ok"]
+    store.create_topic(TopicConfig("t"))
+    assert [(r.key, r.value, r.offset) for r in store.produce("t", [Record(b"k", b"3")])] == [(b"k", b"3", 0)]
+
+
+def test_a_missing_data_file_is_reported_with_its_path(store):
+    store.create_topic(TopicConfig("t"))
+    store.produce("t", [Record(b"k", b"1")])
+    (data,) = (store.topics_dir / "t" / "log").glob("partition=0/*.parquet")
+    data.unlink()
+    with pytest.raises(DamagedTopicError) as damaged:
+        store.read("t")
+    assert str(damaged.value).startswith(
+        f"Topic 't' is damaged: {store.topics_dir / 't' / 'log'}: unreadable Delta table: "
+    )
+    assert str(data) in str(damaged.value)
+    assert str(damaged.value).endswith("(delete it with 'tablestream topics delete t')")
+
+
+def test_a_home_that_is_a_file_is_an_error(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InvalidHomeError) as error:
+        EmbeddedStore(tmp_path / "file")
+    assert str(error.value) == (
+        f"Home {tmp_path / 'file'} is not a directory (give --home or $TABLESTREAM_HOME a directory)"
+    )

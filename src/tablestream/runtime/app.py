@@ -14,6 +14,7 @@ was already committed (one commit path for every output: ``runtime/commit.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -31,10 +32,9 @@ from ..storage.topic import TopicConfig
 from .batch import BatchOutput
 from .commit import commit_batch
 from .failures import ProcessingSettings
-from .layout import ApplicationError, AppPaths, reset_application
+from .layout import ApplicationError, AppPaths, InstanceLock, reset_application
 from .output import TableEncoding
 from .runner import BatchRunner
-from .state import StoreLayout
 
 
 class Application:
@@ -63,6 +63,11 @@ class Application:
     >>> app.run_until_caught_up()                                 # doctest: +SKIP
     revenue batch 0: 1,000,000 records in 41.3 s, lag 250,000 records
     revenue batch 1: 250,000 records in 9.8 s, lag 0 records
+
+    One instance of an application runs at a time: :meth:`start` takes a lock under the
+    application's directory (released by :meth:`stop`, at the end of
+    :meth:`run_until_caught_up`, or when the process ends) and refuses a second one:
+    ``Application 'revenue' is already running (pid 4242, since 2026-11-24 16:20:00)``.
     """
 
     def __init__(
@@ -90,15 +95,13 @@ class Application:
         self.home = home if store is None else self.store.home
         self.paths = AppPaths.of(application_id, self.home)
         self.partitions, self.run = self._recorded_run(partitions)
-        layout = self.paths.layout
-        self.layout = StoreLayout(
-            layout.local_dir, layout.durable_dir, snapshot_every=snapshot_every
-        )
+        self.layout = dataclasses.replace(self.paths.layout, snapshot_every=snapshot_every)
         self.max_files_per_batch = max_files_per_batch
         self.compact_tables_every = compact_tables_every
         self.progress = progress
         self._read_to = self._recorded_positions()
         self._query = None
+        self._instance = InstanceLock(self.paths, alive=lambda: self._query is None or self._query.isActive)
         self._reset = False
         self.tables: MaterializedTables = DeltaTables(self.paths.tables, application_id, self.run)
         self._sink = _ApplicationSink(self)
@@ -114,8 +117,8 @@ class Application:
         """The state partition count and the run id recorded at the first start since
         the last reset (recorded now if this is that start)."""
         meta = self.paths.meta
-        if meta.exists():
-            started = json.loads(meta.read_text())
+        started = self.paths.read_meta()
+        if started is not None:
             recorded = started["partitions"]
             if requested is not None and requested != recorded:
                 raise ApplicationError(
@@ -222,32 +225,56 @@ class Application:
         return self.store.read_stream(self.spark, self._source_topics(), options=options)
 
     def start(self, *, available_now: bool = False, processing_time: str | None = None):
-        """Start the streaming query (``available_now``: process what is there, then stop)."""
-        self._after_reset()
-        stream = self._stream()
-        writer = stream.writeStream.option(
-            "checkpointLocation", str(self.paths.checkpoint)
-        ).foreachBatch(self.process_batch)
-        if available_now:
-            writer = writer.trigger(availableNow=True)
-        elif processing_time:
-            writer = writer.trigger(processingTime=processing_time)
-        self._query = writer.queryName(f"tablestream-{self.application_id}").start()
+        """Start the streaming query (``available_now``: process what is there, then stop).
+
+        Refused while another instance of the application runs
+        (:class:`~tablestream.runtime.layout.ApplicationRunningError`); a damaged
+        checkpoint file is reported before Spark reads it
+        (:class:`~tablestream.errors.DamagedStateError`, naming the file and how to
+        start over)."""
+        if self._query is not None and self._query.isActive:
+            raise ApplicationError(
+                f"Application '{self.application_id}' is already running; stop it before starting it again"
+            )
+        self._query = None
+        self._instance.acquire()
+        try:
+            self._after_reset()
+            self.paths.check_checkpoint()
+            stream = self._stream()
+            writer = stream.writeStream.option(
+                "checkpointLocation", str(self.paths.checkpoint)
+            ).foreachBatch(self.process_batch)
+            if available_now:
+                writer = writer.trigger(availableNow=True)
+            elif processing_time:
+                writer = writer.trigger(processingTime=processing_time)
+            self._query = writer.queryName(f"tablestream-{self.application_id}").start()
+        except BaseException:
+            self._instance.release()
+            raise
         return self._query
 
     def run_until_caught_up(self) -> None:
         """Process every record already in the source topics, then return."""
         query = self.start(available_now=True)
-        query.awaitTermination()
+        try:
+            query.awaitTermination()
+        finally:
+            self._instance.release()
         if query.exception() is not None:
             raise ApplicationError(
                 f"Application '{self.application_id}' failed: {query.exception()}"
             )
 
     def stop(self) -> None:
-        if self._query is not None:
-            self._query.stop()
-            self._query = None
+        """Stop the streaming query and let another instance start."""
+        try:
+            if self._query is not None:
+                self._query.stop()
+                self._query = None
+        finally:
+            self._instance.release()
 
     def reset(self) -> None:
         """Start over from the beginning of the source topics: delete the application's
@@ -262,6 +289,7 @@ class Application:
                 f"Application '{self.application_id}' is running; stop it before resetting it"
             )
         self._query = None
+        self._instance.release()
         reset_application(self.application_id, self.home)
         self._read_to = {}
         self._reset = True

@@ -1,9 +1,12 @@
-"""Where an application keeps what it runs on, under ``<home>/apps/<application id>/``,
-and how to delete it to start over (imports no Spark, so the command line can use it).
+"""Where an application keeps what it runs on, under ``<home>/apps/<application id>/``;
+what those files say about it (:func:`describe_application`); the lock that lets one
+instance run at a time (:class:`InstanceLock`); and how to delete it all to start over
+(:func:`reset_application`). Imports no Spark, so the command line can use it.
 
 ::
 
     app.json        the state partition count and the run id, fixed at the first start
+    app.lock        held by the running instance (its pid and start time inside)
     checkpoint/     Spark's streaming checkpoint (source offsets per batch id)
     state/          live RocksDB stores, one per (store, state partition)
     changelog/      the stores' changelog files and snapshots (restore)
@@ -14,18 +17,33 @@ and how to delete it to start over (imports no Spark, so the command line can us
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
 import shutil
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, ClassVar
 
 from .. import config as ts_config
-from ..errors import TablestreamError
+from ..errors import DamagedStateError, TablestreamError, first_line, reset_hint
 from .state import StoreLayout
+from .state.files import StoreFiles
 
 
 class ApplicationError(TablestreamError):
     """An application that cannot start or run as configured."""
+
+
+class ApplicationRunningError(ApplicationError):
+    """An application already running, started again or reset."""
+
+    def __init__(self, message: str, instance: Instance | None = None):
+        super().__init__(message)
+        self.instance = instance
 
 
 @dataclass(frozen=True)
@@ -42,6 +60,10 @@ class AppPaths:
         return cls(ts_config.home(home) / "apps" / application_id)
 
     @property
+    def application_id(self) -> str:
+        return self.root.name
+
+    @property
     def meta(self) -> Path:
         return self.root / "app.json"
 
@@ -50,12 +72,16 @@ class AppPaths:
         return self.root / "positions.json"
 
     @property
+    def lock(self) -> Path:
+        return self.root / "app.lock"
+
+    @property
     def checkpoint(self) -> Path:
         return self.root / "checkpoint"
 
     @property
     def layout(self) -> StoreLayout:
-        return StoreLayout(self.root / "state", self.root / "changelog")
+        return StoreLayout(self.root / "state", self.root / "changelog", application_id=self.application_id)
 
     @property
     def tables(self) -> Path:
@@ -64,19 +90,310 @@ class AppPaths:
     def table(self, store: str) -> Path:
         return self.tables / store
 
+    # ------------------------------------------------------------------ reading
+    def damaged(self, path: Path, problem: str) -> DamagedStateError:
+        return DamagedStateError(
+            f"Application '{self.application_id}' is damaged: {path}: {problem} "
+            f"({reset_hint(self.application_id)})"
+        )
 
+    def read_meta(self) -> dict | None:
+        """What ``app.json`` records (``partitions``, ``run``); None before the first start."""
+        try:
+            meta = json.loads(self.meta.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise self.damaged(self.meta, f"unreadable: {first_line(err)}") from err
+        if not isinstance(meta, dict) or not isinstance(meta.get("partitions"), int) or meta["partitions"] < 1:
+            raise self.damaged(self.meta, "no state partition count in it")
+        return meta
+
+    def batches(self, log: str) -> list[int]:
+        """The batch ids of one of the checkpoint's logs (``offsets``: planned,
+        ``commits``: done), in order."""
+        directory = self.checkpoint / log
+        if not directory.is_dir():
+            return []
+        return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
+
+    def check_checkpoint(self) -> None:
+        """Raise :class:`~tablestream.errors.DamagedStateError` when a checkpoint file
+        Spark reads at start is damaged: the query's ``metadata``, the last two offset
+        files (the last batch and the one before it) and the last commit file."""
+        metadata = self.checkpoint / "metadata"
+        if metadata.exists():
+            try:
+                query = json.loads(metadata.read_text())
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+                raise self.damaged(metadata, f"unreadable: {first_line(err)}") from err
+            if not isinstance(query, dict) or "id" not in query:
+                raise self.damaged(metadata, "no query id in it")
+        for log, newest in (("offsets", 2), ("commits", 1)):
+            for batch in self.batches(log)[-newest:]:
+                self._check_log_file(self.checkpoint / log / str(batch))
+
+    def _check_log_file(self, path: Path) -> None:
+        """A file of Spark's metadata logs: a version line (``v1``), then JSON lines (an
+        offset file: metadata, then one offset per source, ``-`` for none)."""
+        try:
+            lines = path.read_text().split("\n")
+        except (OSError, UnicodeDecodeError) as err:
+            raise self.damaged(path, f"unreadable: {first_line(err)}") from err
+        if not (lines[0].startswith("v") and lines[0][1:].isdigit()):
+            raise self.damaged(path, f"not a checkpoint file (it starts with {lines[0][:20]!r}, not a version such as 'v1')")
+        body = [line for line in lines[1:] if line.strip() and line.strip() != "-"]
+        if not body:
+            raise self.damaged(path, "incomplete: nothing after its version line")
+        for number, line in enumerate(lines[1:], start=2):
+            if not line.strip() or line.strip() == "-":
+                continue
+            try:
+                json.loads(line)
+            except json.JSONDecodeError as err:
+                raise self.damaged(path, f"line {number} is not JSON ({err.msg} at column {err.colno})") from err
+
+
+# ---------------------------------------------------------------------- one instance
+@dataclass(frozen=True)
+class Instance:
+    """The instance of an application that holds its lock."""
+
+    pid: int | None
+    since: str | None
+
+    def __str__(self) -> str:
+        return f"pid {self.pid if self.pid is not None else 'unknown'}, since {self.since or 'unknown'}"
+
+
+class InstanceLock:
+    """One running instance per application: an ``fcntl`` lock on ``app.lock`` under the
+    application's directory, held while its query runs, with the holder's pid and start
+    time written in the file. The operating system releases it when the holder's process
+    ends, so the lock of a dead process never blocks. In one process, a lock whose
+    holder says it is no longer running (``alive``) is taken over.
+
+    >>> lock = InstanceLock(AppPaths.of("revenue"))                # doctest: +SKIP
+    >>> lock.acquire()                                             # doctest: +SKIP
+    >>> InstanceLock(AppPaths.of("revenue")).acquire()             # doctest: +SKIP
+    Traceback (most recent call last):
+    tablestream.runtime.layout.ApplicationRunningError: Application 'revenue' is already running (pid 4242, since 2026-11-24 16:20:00)
+    """
+
+    _held: ClassVar[dict[Path, InstanceLock]] = {}  # the locks this process holds
+
+    def __init__(self, paths: AppPaths, alive: Callable[[], bool] = lambda: True):
+        self.paths = paths
+        self.alive = alive
+        self._handle: IO[str] | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._handle is not None
+
+    def acquire(self) -> None:
+        """Take the lock, or raise :class:`ApplicationRunningError` naming the holder."""
+        if self._handle is not None:
+            return
+        self.paths.root.mkdir(parents=True, exist_ok=True)
+        handle = open(self.paths.lock, "a+")  # noqa: SIM115 - held until release()
+        if not _try_lock(handle):
+            holder = InstanceLock._held.get(self.paths.lock)
+            if holder is not None and holder is not self and not holder.alive():
+                holder.release()
+            if not _try_lock(handle):
+                handle.close()
+                instance = running_instance(self.paths) or Instance(None, None)
+                raise ApplicationRunningError(
+                    f"Application '{self.paths.application_id}' is already running ({instance})", instance
+                )
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps({"pid": os.getpid(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}))
+        handle.flush()
+        self._handle = handle
+        InstanceLock._held[self.paths.lock] = self
+
+    def release(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        if InstanceLock._held.get(self.paths.lock) is self:
+            del InstanceLock._held[self.paths.lock]
+        with contextlib.suppress(OSError):
+            handle.seek(0)
+            handle.truncate()
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def _try_lock(handle: IO[str], attempts: int = 3) -> bool:
+    """The lock, without waiting for a holder (tried a few times: a reader of the
+    holder's pid holds a shared lock for a moment)."""
+    for attempt in range(attempts):
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if attempt + 1 < attempts:
+                time.sleep(0.05)
+            continue
+        return True
+    return False
+
+
+def running_instance(paths: AppPaths) -> Instance | None:
+    """The instance running the application (holding its lock), or None."""
+    try:
+        handle = open(paths.lock)  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = json.loads(handle.read() or "{}")
+            except json.JSONDecodeError:
+                holder = {}
+            return Instance(holder.get("pid"), holder.get("since"))
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return None
+
+
+# ---------------------------------------------------------------------- reset
 def reset_application(application_id: str, home: str | os.PathLike[str] | None = None) -> bool:
     """Delete everything ``application_id`` keeps (checkpoint, state stores, their
     changelogs and snapshots, materialized tables, its state partition count), so that
     it starts over from the beginning of its source topics, as Kafka's
     ``kafka-streams-application-reset`` resets an application. Output topics and the
-    processing log are kept. False when there was nothing to delete.
+    processing log are kept. False when there was nothing to delete; refused while an
+    instance runs (:class:`ApplicationRunningError`).
 
     >>> reset_application("revenue", home="/tmp/ts")              # doctest: +SKIP
     True
     """
-    root = AppPaths.of(application_id, home).root
-    if not root.exists():
+    paths = AppPaths.of(application_id, home)
+    if not paths.root.exists():
         return False
-    shutil.rmtree(root)
+    lock = InstanceLock(paths)
+    try:
+        lock.acquire()
+    except ApplicationRunningError as err:
+        raise ApplicationRunningError(
+            f"Application '{application_id}' is running ({err.instance}); stop it before resetting it",
+            err.instance,
+        ) from None
+    try:
+        shutil.rmtree(paths.root)
+    finally:
+        lock.release()
     return True
+
+
+# ---------------------------------------------------------------------- describe
+@dataclass(frozen=True)
+class StorePartition:
+    """The files of one (store, state partition): its changelogs (count and bytes), the
+    batches it has snapshots of, and whether its live database is there."""
+
+    store: str
+    partition: int
+    changelogs: int
+    changelog_bytes: int
+    snapshots: tuple[int, ...]
+    local: bool
+
+
+@dataclass(frozen=True)
+class ApplicationDescription:
+    """What an application's files say about it (read without Spark).
+
+    ``last_batch``: the last batch the checkpoint records as done; ``planned_batch``:
+    the last one planned (later than ``last_batch`` when a run stopped in the middle of
+    a batch, which its next start finishes first). ``problems``: damaged files found
+    (``app.json``, the checkpoint files read at start), one error message each.
+    """
+
+    application_id: str
+    root: Path
+    partitions: int | None
+    run: str | None
+    last_batch: int | None
+    planned_batch: int | None
+    running: Instance | None
+    stores: tuple[StorePartition, ...]
+    tables: tuple[str, ...]
+    problems: tuple[str, ...] = ()
+
+    @property
+    def store_names(self) -> list[str]:
+        return sorted({s.store for s in self.stores})
+
+
+def list_applications(home: str | os.PathLike[str] | None = None) -> list[str]:
+    """The ids of the applications under ``home``."""
+    apps = ts_config.home(home) / "apps"
+    if not apps.is_dir():
+        return []
+    return sorted(p.name for p in apps.iterdir() if p.is_dir())
+
+
+def describe_application(
+    application_id: str, home: str | os.PathLike[str] | None = None
+) -> ApplicationDescription:
+    """What the files of ``application_id`` say about it: state partitions, run id,
+    last batch, whether an instance runs, its stores' files and its materialized tables,
+    and the damaged files Spark or the application would stop at.
+
+    >>> describe_application("revenue", "/tmp/ts").last_batch     # doctest: +SKIP
+    4
+    """
+    paths = AppPaths.of(application_id, home)
+    if not paths.root.is_dir():
+        raise ApplicationError(f"No application '{application_id}' in {ts_config.home(home)}")
+    problems = []
+    try:
+        meta = paths.read_meta() or {}
+    except DamagedStateError as err:
+        meta = {}
+        problems.append(str(err))
+    try:
+        paths.check_checkpoint()
+    except DamagedStateError as err:
+        problems.append(str(err))
+    committed, planned = paths.batches("commits"), paths.batches("offsets")
+    layout = paths.layout
+    stores = []
+    for store in _subdirs(layout.durable_dir) | _subdirs(layout.local_dir):
+        partitions = _subdirs(layout.durable_dir / store) | _subdirs(layout.local_dir / store)
+        for partition in sorted(int(p) for p in partitions if p.isdigit()):
+            files = StoreFiles(layout, store, partition)
+            changelogs = files.changelogs().values()
+            stores.append(
+                StorePartition(
+                    store,
+                    partition,
+                    len(changelogs),
+                    sum(p.stat().st_size for p in changelogs),
+                    tuple(sorted(files.snapshots())),
+                    layout.db_dir(store, partition).is_dir(),
+                )
+            )
+    return ApplicationDescription(
+        application_id,
+        paths.root,
+        meta.get("partitions"),
+        meta.get("run"),
+        committed[-1] if committed else None,
+        planned[-1] if planned else None,
+        running_instance(paths),
+        tuple(sorted(stores, key=lambda s: (s.store, s.partition))),
+        tuple(sorted(_subdirs(paths.tables))),
+        tuple(problems),
+    )
+
+
+def _subdirs(directory: Path) -> set[str]:
+    if not directory.is_dir():
+        return set()
+    return {p.name for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")}

@@ -7,6 +7,10 @@ Layout under the tablestream home (``$TABLESTREAM_HOME``, default ``./.tablestre
     topics/<name>/.lock        held from reading the end offsets to the commit of an append
     topics/<name>/compacted    present once compaction has rewritten the log (see read_stream)
 
+A topic whose ``topic.json`` or Delta log cannot be read is *damaged*: every method
+that reads it raises :class:`~tablestream.errors.DamagedTopicError` naming the file,
+and :meth:`EmbeddedStore.delete_topic` still removes it.
+
 Offsets are contiguous per partition and never reused: the end offset of every partition
 travels in each commit's ``userMetadata``, so compaction (which removes records, maybe the
 last one of a partition) never moves it back. Appends from several processes serialize on
@@ -32,13 +36,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from .. import config as ts_config
 from ..errors import (
+    DamagedTopicError,
     InvalidPartitionError,
     InvalidTopicError,
+    TablestreamError,
     TopicExistsError,
     UnknownTopicError,
+    first_line,
 )
 from .partitioner import partitions_for_keys, spread_keyless
 from .topic import Record, TopicConfig, TopicDescription, validate_topic_name
@@ -102,6 +110,22 @@ class EmbeddedStore:
     def _topic_lock(self, name: str) -> contextlib.AbstractContextManager[None]:
         return self._lock(self._topic_dir(name) / ".lock")
 
+    @contextlib.contextmanager
+    def _reading_log(self, name: str) -> Iterator[Path]:
+        """The topic's log path, for reads that report a damaged log as such (a missing
+        or unreadable Delta log, a missing or unreadable data file)."""
+        path = self._topic_dir(name) / "log"
+        try:
+            yield path
+        except TableNotFoundError as err:
+            raise DamagedTopicError(name, path, "no Delta log (_delta_log is missing or empty)") from err
+        except (DeltaError, OSError, pa.ArrowException) as err:
+            raise DamagedTopicError(name, path, f"unreadable Delta table: {first_line(err)}") from err
+
+    def _open_log(self, name: str) -> DeltaTable:
+        with self._reading_log(name) as path:
+            return DeltaTable(str(path))
+
     # ------------------------------------------------------------------------ catalog
     def create_topic(self, config: TopicConfig) -> TopicConfig:
         """Create a topic; raises :class:`TopicExistsError` if it exists."""
@@ -125,6 +149,7 @@ class EmbeddedStore:
         return config
 
     def list_topics(self) -> list[str]:
+        """Every topic's name, damaged ones included (:meth:`check_topic` tells them)."""
         if not self.topics_dir.exists():
             return []
         return sorted(p.parent.name for p in self.topics_dir.glob("*/topic.json"))
@@ -132,23 +157,57 @@ class EmbeddedStore:
     def topic_config(self, name: str) -> TopicConfig:
         path = self._topic_dir(name) / "topic.json"
         try:
-            return TopicConfig(**json.loads(path.read_text()))
+            text = path.read_text()
         except FileNotFoundError:
             raise UnknownTopicError(name) from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise DamagedTopicError(name, path, f"unreadable: {first_line(err)}") from err
+        try:
+            settings = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise DamagedTopicError(name, path, f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from err
+        if not isinstance(settings, dict):
+            raise DamagedTopicError(name, path, "not a JSON object of topic settings")
+        unknown = sorted(set(settings) - set(TopicConfig.__dataclass_fields__))
+        if unknown:
+            raise DamagedTopicError(name, path, f"unknown setting '{unknown[0]}'")
+        try:
+            config = TopicConfig(**settings)
+        except TypeError:  # a required setting missing
+            raise DamagedTopicError(name, path, "the setting 'name' is missing") from None
+        except TablestreamError as err:
+            raise DamagedTopicError(name, path, str(err)) from err
+        if config.name != name:
+            raise DamagedTopicError(name, path, f"it names another topic, '{config.name}'")
+        return config
+
+    def check_topic(self, name: str) -> None:
+        """Raise :class:`~tablestream.errors.DamagedTopicError` when the topic's settings
+        or its Delta log cannot be read (:class:`~tablestream.errors.UnknownTopicError`
+        when there is no such topic).
+
+        >>> store.check_topic("orders")                               # doctest: +SKIP
+        Traceback (most recent call last):
+        tablestream.errors.DamagedTopicError: Topic 'orders' is damaged: /tmp/ts/topics/orders/log: no Delta log (_delta_log is missing or empty) (delete it with 'tablestream topics delete orders')
+        """
+        self.end_offsets(name)
 
     def delete_topic(self, name: str) -> None:
+        """Delete a topic and its records, also a damaged one."""
         topic_dir = self._topic_dir(name)
         with self._catalog_lock():
-            self.topic_config(name)
+            if not (topic_dir / "topic.json").is_file():
+                raise UnknownTopicError(name)
             with self._topic_lock(name):
                 (topic_dir / "topic.json").unlink()
             shutil.rmtree(topic_dir)
 
     def describe_topic(self, name: str) -> TopicDescription:
         config = self.topic_config(name)
-        table = DeltaTable(str(self._topic_dir(name) / "log"))
-        end = _end_offsets(table, config.partitions)
-        files = pa.table(table.get_add_actions(flatten=True))
+        with self._reading_log(name):
+            table = self._open_log(name)
+            end = _end_offsets(table, config)
+            files = pa.table(table.get_add_actions(flatten=True))
         counts = dict.fromkeys(range(config.partitions), 0)
         starts = dict(end)
         if files.num_rows:
@@ -165,7 +224,8 @@ class EmbeddedStore:
 
     def end_offsets(self, name: str) -> dict[int, int]:
         config = self.topic_config(name)
-        return _end_offsets(DeltaTable(str(self._topic_dir(name) / "log")), config.partitions)
+        with self._reading_log(name):
+            return _end_offsets(self._open_log(name), config)
 
     # ------------------------------------------------------------------------- append
     def produce(self, name: str, records: Sequence[Record]) -> list[Record]:
@@ -210,12 +270,12 @@ class EmbeddedStore:
         batch = _normalize(batch, config, now_ms())
         path = str(self._topic_dir(name) / "log")
         with self._topic_lock(name):
-            table = DeltaTable(path)
-            if txn is not None:
-                done = table.transaction_version(txn[0])
-                if done is not None and done >= txn[1]:
-                    return LOG_SCHEMA.empty_table()
-            end = _end_offsets(table, config.partitions)
+            with self._reading_log(name):
+                table = DeltaTable(path)
+                done = None if txn is None else table.transaction_version(txn[0])
+                end = _end_offsets(table, config)
+            if done is not None and txn is not None and done >= txn[1]:
+                return LOG_SCHEMA.empty_table()
             offsets, new_end = _assign_offsets(batch.column("partition").to_numpy(), end)
             rows = batch.append_column("offset", pa.array(offsets, pa.int64())).select(
                 LOG_SCHEMA.names
@@ -235,7 +295,8 @@ class EmbeddedStore:
     def read(self, name: str) -> pa.Table:
         """Every record the topic holds, ordered by partition then offset."""
         self.topic_config(name)
-        table = DeltaTable(str(self._topic_dir(name) / "log")).to_pyarrow_table()
+        with self._reading_log(name) as path:
+            table = DeltaTable(str(path)).to_pyarrow_table()
         return table.select(LOG_SCHEMA.names).sort_by([("partition", "ascending"), ("offset", "ascending")])
 
     def consume(
@@ -257,12 +318,12 @@ class EmbeddedStore:
         deadline = time.monotonic() + timeout
         while True:
             if any(self.end_offsets(name)[p] > o for p, o in positions.items()):
-                table = DeltaTable(str(self._topic_dir(name) / "log"))
-                # Filter on the partition column only: a pyarrow filter on a data column
-                # can abort the interpreter at exit (a scanner thread outlives it).
-                rows = table.to_pyarrow_table(
-                    filters=[[("partition", "=", p)] for p in positions]
-                ).select(LOG_SCHEMA.names)
+                with self._reading_log(name) as path:
+                    # Filter on the partition column only: a pyarrow filter on a data
+                    # column can abort the interpreter at exit (a scanner thread outlives it).
+                    rows = DeltaTable(str(path)).to_pyarrow_table(
+                        filters=[[("partition", "=", p)] for p in positions]
+                    ).select(LOG_SCHEMA.names)
                 start = pa.array([positions[p] for p in rows.column("partition").to_pylist()], pa.int64())
                 rows = rows.filter(pc.greater_equal(rows.column("offset"), start))
                 records = _records(rows.sort_by([("partition", "ascending"), ("offset", "ascending")]))
@@ -305,6 +366,7 @@ class EmbeddedStore:
         ``maxFilesPerTrigger``)."""
         frames = []
         for topic in topics:
+            self.check_topic(topic)  # a damaged topic is told as such, not by Spark
             reader = spark.readStream.format("delta").option("skipChangeCommits", "true")
             if self._read_from_first_commit(topic):
                 reader = reader.option("startingVersion", "0")
@@ -319,6 +381,8 @@ class EmbeddedStore:
 
     def read_batch(self, spark, topics: Sequence[str]):
         """The topics' current records as a Spark DataFrame with the stream's columns."""
+        for topic in topics:
+            self.check_topic(topic)
         return _union(
             _normalized_columns(spark.read.format("delta").load(str(self.log_path(t))), t) for t in topics
         )
@@ -336,9 +400,10 @@ class EmbeddedStore:
         now = now_ms() if now is None else now
         path = str(self._topic_dir(name) / "log")
         with self._topic_lock(name):
-            table = DeltaTable(path)
-            end = _end_offsets(table, config.partitions)
-            records = table.to_pyarrow_table().select(LOG_SCHEMA.names)
+            with self._reading_log(name):
+                table = DeltaTable(path)
+                end = _end_offsets(table, config)
+                records = table.to_pyarrow_table().select(LOG_SCHEMA.names)
             keep = _cleanup_mask(records, config, now)
             kept = records.filter(keep).sort_by([("partition", "ascending"), ("offset", "ascending")])
             if kept.num_rows != records.num_rows:
@@ -368,15 +433,20 @@ def _commit_properties(end: dict[int, int], txn: tuple[str, int] | None) -> Comm
     )
 
 
-def _end_offsets(table: DeltaTable, partitions: int) -> dict[int, int]:
+def _end_offsets(table: DeltaTable, config: TopicConfig) -> dict[int, int]:
     info = table.history(1)[0]
-    stored = json.loads(info.get("userMetadata") or "{}").get("endOffsets")
+    try:
+        stored = json.loads(info.get("userMetadata") or "{}").get("endOffsets")
+    except (json.JSONDecodeError, AttributeError):
+        stored = None
     if stored is None:
-        raise InvalidTopicError(
-            f"Topic log {table.table_uri} was last written without tablestream's end offsets "
-            f"(version {info.get('version')}); write topics only through tablestream"
+        raise DamagedTopicError(
+            config.name,
+            table.table_uri,
+            f"version {info.get('version')} was written without tablestream's end offsets "
+            "(write topics only through tablestream)",
         )
-    end = dict.fromkeys(range(partitions), 0)
+    end = dict.fromkeys(range(config.partitions), 0)
     end.update({int(p): int(o) for p, o in stored.items()})
     return end
 

@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 
+from tablestream.errors import DamagedStateError
 from tablestream.runtime.state import StoreError, StoreLayout
 
 from .stores import dump, run
@@ -75,3 +76,83 @@ def test_a_store_ahead_of_the_batch_is_an_error(layout):
     _history(layout, BATCHES[:3])
     with pytest.raises(StoreError, match="^store s/0 holds batch 2, ahead of batch 1$"):
         run(layout, 1, [b"a"], [b"x"])
+
+
+def _lost_local_state(tmp_path):
+    """A store with snapshots of batches 2 and 5 and changelogs 3 to 6, whose live
+    database is lost: the next batch restores it from the durable files."""
+    layout = StoreLayout(tmp_path / "local", tmp_path / "durable", snapshot_every=3, application_id="revenue")
+    _history(layout, BATCHES)
+    shutil.rmtree(layout.local_dir)
+    return layout
+
+
+RESET = "reset the application to rebuild it from its source topics: 'tablestream app reset revenue' or Application.reset()"
+
+
+def _damaged_changelog(layout):
+    changelog = layout.changelog_dir("s", 0) / "6.arrow"
+    changelog.write_bytes(b"\x17" * 64)
+    return changelog, "unreadable changelog: Not an Arrow file"
+
+
+def _missing_changelog(layout):
+    shutil.rmtree(layout.snapshot_dir("s", 0) / "5")
+    (layout.changelog_dir("s", 0) / "4.arrow").unlink()
+    return (
+        layout.changelog_dir("s", 0) / "4.arrow",
+        "missing, and no snapshot holds batch 4 (the changelog of batch 5 follows it)",
+    )
+
+
+def _missing_snapshots(layout):
+    shutil.rmtree(layout.snapshot_dir("s", 0))
+    return (
+        layout.changelog_dir("s", 0) / "2.arrow",
+        "missing, and no snapshot holds batch 2 (the changelog of batch 3 follows it)",
+    )
+
+
+def _restore_error(layout) -> str:
+    with pytest.raises(DamagedStateError) as damaged:
+        run(layout, 7, [b"a"], [b"x"])
+    return str(damaged.value)
+
+
+@pytest.mark.parametrize("damage", [_damaged_changelog, _missing_changelog, _missing_snapshots])
+def test_a_damaged_or_missing_changelog_names_the_file_and_the_way_out(tmp_path, damage):
+    """A missing changelog is found by the one after it, which names the batch before
+    it; missing snapshots by the first changelog left."""
+    layout = _lost_local_state(tmp_path)
+    path, problem = damage(layout)
+    assert _restore_error(layout) == f"State store 's' partition 0 is damaged: {path}: {problem} ({RESET})"
+
+
+def test_a_damaged_snapshot_names_its_directory(tmp_path):
+    layout = _lost_local_state(tmp_path)
+    snapshot = layout.snapshot_dir("s", 0) / "5"
+    (snapshot / "CURRENT").write_text("garbage\n")
+    unreadable = _restore_error(layout)
+    assert unreadable.startswith(f"State store 's' partition 0 is damaged: {snapshot}: unreadable snapshot: ")
+    assert unreadable.endswith(f" ({RESET})")
+    assert "\n" not in unreadable
+    assert not layout.db_dir("s", 0).exists()
+
+    for path in snapshot.iterdir():
+        path.unlink()
+    assert _restore_error(layout) == (
+        f"State store 's' partition 0 is damaged: {snapshot}: not a snapshot of batch 5 (it holds no batch) ({RESET})"
+    )
+
+
+def test_changelogs_that_do_not_name_the_batch_before_them_still_restore(tmp_path):
+    """Changelogs written before they named the batch before them restore as they did."""
+    import pyarrow as pa
+
+    layout = _lost_local_state(tmp_path)
+    for path in layout.changelog_dir("s", 0).glob("*.arrow"):
+        table = pa.ipc.open_file(str(path)).read_all().replace_schema_metadata(None)
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+    shutil.rmtree(layout.snapshot_dir("s", 0) / "5")
+    assert dump(layout, 7) == {b"a": b"6", b"c": b"7", b"d": b"5", b"e": b"8"}

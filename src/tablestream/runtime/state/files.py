@@ -5,6 +5,11 @@ batch); a snapshot (a RocksDB checkpoint) is taken every ``snapshot_every`` batc
 older snapshots and the changelogs they cover are removed. A database that is missing or
 behind is rebuilt from the newest usable snapshot plus the changelogs after it, as Kafka
 Streams restores a task from its changelog.
+
+Each changelog names the batch that wrote the store before it (``previous`` in the Arrow
+schema's metadata), so a restore notices a changelog or snapshot that is missing, not
+only one that is damaged: both raise :class:`~tablestream.errors.DamagedStateError`
+naming the file and how to start over.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ...errors import DamagedStateError, first_line, reset_hint
 from .rocks import RocksStore
 
 _CHANGELOG_SCHEMA = pa.schema([("key", pa.binary()), ("entry", pa.binary())])
+_PREVIOUS = b"previous"  # changelog metadata: the batch that wrote the store before this one
 
 
 @dataclass(frozen=True)
@@ -27,12 +34,14 @@ class StoreLayout:
 
     ``local_dir`` holds the live RocksDB databases (fast local disk); ``durable_dir``
     the changelogs and snapshots they are rebuilt from (the checkpoint location).
+    ``application_id`` names the application in errors about damaged files.
     """
 
     local_dir: Path
     durable_dir: Path
     snapshot_every: int = 10
     snapshots_kept: int = 2
+    application_id: str | None = None
 
     def db_dir(self, store: str, partition: int) -> Path:
         return self.local_dir / store / str(partition) / "db"
@@ -75,23 +84,61 @@ class StoreFiles:
     def snapshots(self) -> dict[int, Path]:
         return _batch_files(self.layout.snapshot_dir(self.store, self.partition))
 
-    def write_changelog(self, batch_id: int, keys: pa.Array, entries: pa.Array) -> None:
-        """Write a batch's changelog file (key, entry; a null entry deletes), atomically."""
-        table = pa.table({"key": keys, "entry": entries}, schema=_CHANGELOG_SCHEMA)
+    def damaged(self, path: Path, problem: str) -> DamagedStateError:
+        """The error for a damaged or missing file of this store: one self-contained line."""
+        return DamagedStateError(
+            f"State store '{self.store}' partition {self.partition} is damaged: {path}: {problem} "
+            f"({reset_hint(self.layout.application_id)})"
+        )
+
+    def write_changelog(
+        self, batch_id: int, keys: pa.Array, entries: pa.Array, previous: int | None = None
+    ) -> None:
+        """Write a batch's changelog file (key, entry; a null entry deletes), atomically.
+        ``previous``: the batch that wrote the store before this one (-1: none), kept in
+        the file so that a restore can tell a missing changelog."""
+        schema = _CHANGELOG_SCHEMA
+        if previous is not None:
+            schema = schema.with_metadata({_PREVIOUS: str(previous).encode()})
+        table = pa.table({"key": keys, "entry": entries}, schema=schema)
         changelog_dir = self.layout.changelog_dir(self.store, self.partition)
         changelog_dir.mkdir(parents=True, exist_ok=True)
         target = changelog_dir / f"{batch_id}.arrow"
         tmp = target.with_suffix(".tmp")
-        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, _CHANGELOG_SCHEMA) as writer:
+        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
             writer.write_table(table)
         os.replace(tmp, target)
 
+    def read_changelog(self, path: Path) -> tuple[pa.Table, int | None]:
+        """A changelog file's keys and entries, and the batch that wrote the store before
+        it (None when the file does not say)."""
+        try:
+            table = pa.ipc.open_file(str(path)).read_all()
+        except (OSError, pa.ArrowException) as err:
+            raise self.damaged(path, f"unreadable changelog: {first_line(err)}") from None
+        if table.schema.remove_metadata() != _CHANGELOG_SCHEMA:
+            raise self.damaged(path, f"not a changelog (columns {', '.join(table.column_names) or 'none'})")
+        previous = (table.schema.metadata or {}).get(_PREVIOUS)
+        return table, None if previous is None else int(previous)
+
     def replay(self, db: RocksStore, changelogs: dict[int, Path], after: int, before: int) -> None:
-        """Write the changelogs of the batches after ``after`` and before ``before`` to
-        ``db``, one write batch each."""
+        """Write the changelogs of the batches after ``after`` (the last batch ``db``
+        holds) and before ``before`` to ``db``, one write batch each, checking that each
+        follows the one before."""
+        changelog_dir = self.layout.changelog_dir(self.store, self.partition)
         for batch in sorted(b for b in changelogs if after < b < before):
-            table = pa.ipc.open_file(str(changelogs[batch])).read_all()
+            table, previous = self.read_changelog(changelogs[batch])
+            if previous is not None and previous > after:
+                raise self.damaged(
+                    changelog_dir / f"{previous}.arrow",
+                    f"missing, and no snapshot holds batch {previous} (the changelog of batch {batch} follows it)",
+                )
+            if previous is not None and previous < after:
+                raise self.damaged(
+                    changelogs[batch], f"follows batch {previous}, but the store holds batch {after}"
+                )
             db.write(table.column("key"), table.column("entry"), batch)
+            after = batch
 
     def restore(self, changelogs: dict[int, Path], batch_id: int) -> RocksStore:
         """The database rebuilt, in place of what was there, from the newest snapshot
@@ -104,9 +151,30 @@ class StoreFiles:
         after = -1
         if usable:
             after = max(usable)
-            shutil.copytree(usable[after], db_dir)
-        db = RocksStore(db_dir)
-        self.replay(db, changelogs, after=after, before=batch_id)
+            db = self._open_snapshot(usable[after], after, db_dir)
+        else:
+            db = RocksStore(db_dir)
+        try:
+            self.replay(db, changelogs, after=after, before=batch_id)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _open_snapshot(self, snapshot: Path, batch: int, db_dir: Path) -> RocksStore:
+        """The snapshot of ``batch`` copied to ``db_dir`` and opened."""
+        try:
+            shutil.copytree(snapshot, db_dir)
+            db = RocksStore(db_dir)
+        except Exception as err:  # noqa: BLE001 - RocksDB's errors have no class of their own
+            shutil.rmtree(db_dir, ignore_errors=True)
+            raise self.damaged(snapshot, f"unreadable snapshot: {first_line(err)}") from None
+        held = db.last_batch()
+        if held != batch:
+            db.close()
+            shutil.rmtree(db_dir, ignore_errors=True)
+            holds = "no batch" if held < 0 else f"batch {held}"
+            raise self.damaged(snapshot, f"not a snapshot of batch {batch} (it holds {holds})")
         return db
 
     def snapshot_if_due(self, db: RocksStore, batch_id: int) -> None:

@@ -21,6 +21,7 @@ from ..binary import strip_prefix
 _DATA = b"\x01"  # user keys live under this prefix; metadata under _META
 _META = b"\x00"
 _LAST_BATCH = _META + b"last-batch"
+_PREVIOUS_BATCH = _META + b"previous-batch"  # the batch that wrote before the last one
 # A batch's writes skip RocksDB's write-ahead log: the changelog file written first is
 # the store's log (closing a store flushes it; a store that lost its last write replays
 # that changelog when it opens).
@@ -60,6 +61,15 @@ class RocksStore:
         """The last batch written (-1 for none)."""
         raw = self._db.get(_LAST_BATCH)
         return -1 if raw is None else int(raw)
+
+    def batch_before(self, batch_id: int) -> int | None:
+        """The last batch before ``batch_id`` that wrote this database (-1 for none;
+        None when unknown: a database written before this was recorded)."""
+        last = self.last_batch()
+        if last < batch_id:
+            return last
+        raw = self._db.get(_PREVIOUS_BATCH)
+        return None if raw is None else int(raw)
 
     # ---------------------------------------------------------------------- reads
     def get(self, keys: Sequence[bytes]) -> list[bytes | None]:
@@ -110,6 +120,7 @@ class RocksStore:
     def write(self, keys: pa.Array | pa.ChunkedArray, entries: pa.Array | pa.ChunkedArray, batch_id: int) -> None:
         """Write ``entries`` under ``keys`` (a null entry deletes) and ``batch_id`` as the
         last batch, in one write batch without the write-ahead log."""
+        previous = self.batch_before(batch_id)
         wb = WriteBatch(raw_mode=True)
         stored_keys = pc.binary_join_element_wise(_DATA, keys, b"").to_pylist()
         for key, entry in zip(stored_keys, entries.to_pylist(), strict=True):
@@ -118,6 +129,8 @@ class RocksStore:
             else:
                 wb.put(key, entry)
         wb.put(_LAST_BATCH, str(batch_id).encode())
+        if previous is not None:
+            wb.put(_PREVIOUS_BATCH, str(previous).encode())
         self._db.write(wb, _NO_WAL)
 
     def checkpoint(self, target: Path) -> None:

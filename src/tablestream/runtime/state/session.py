@@ -104,7 +104,11 @@ class StoreSession:
             # Changelogs up to a snapshot are deleted; a store older than the newest
             # usable snapshot may miss some, so it is rebuilt from that snapshot.
             if not any(last < b < self.batch_id for b in self._files.snapshots()):
-                self._files.replay(db, changelogs, after=last, before=self.batch_id)
+                try:
+                    self._files.replay(db, changelogs, after=last, before=self.batch_id)
+                except BaseException:
+                    db.close()
+                    raise
                 return db
             db.close()
         return self._files.restore(changelogs, self.batch_id)
@@ -285,7 +289,7 @@ class StoreSession:
         """Write ``entries`` under ``keys`` (a null entry deletes) as this batch's
         changelog file, then to RocksDB in one write batch."""
         assert self._db is not None
-        self._files.write_changelog(self.batch_id, keys, entries)
+        self._files.write_changelog(self.batch_id, keys, entries, self._db.batch_before(self.batch_id))
         self._db.write(keys, entries, self.batch_id)
         self._files.snapshot_if_due(self._db, self.batch_id)
 

@@ -1,0 +1,203 @@
+"""Damaged files an application depends on give one line naming the file and the way
+out, and that way out works: after ``topics delete`` or ``reset()`` the application
+runs again and produces exactly the expected records. A second instance of a running
+application is refused, in this process and from another one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tablestream.dsl import StreamsBuilder
+from tablestream.errors import DamagedStateError, DamagedTopicError
+from tablestream.runtime.app import Application
+from tablestream.runtime.layout import ApplicationRunningError, InstanceLock, running_instance
+from tablestream.storage.embedded import EmbeddedStore
+from tablestream.storage.topic import Record, TopicConfig
+
+pytestmark = pytest.mark.spark
+
+RESET = (
+    "reset the application to rebuild it from its source topics: "
+    "'tablestream app reset revenue' or Application.reset()"
+)
+
+
+def _topology():
+    builder = StreamsBuilder()
+    orders = builder.stream("orders", value_schema="customer STRING, amount BIGINT")
+    orders.group_by("customer").sum("amount", materialized_as="revenue")
+    return builder.build()
+
+
+def _order(key: str, customer: str, amount: int, ts: int) -> Record:
+    return Record(key.encode(), json.dumps({"customer": customer, "amount": amount}).encode(), ts)
+
+
+def _app(store, spark, **options) -> Application:
+    return Application(_topology(), "revenue", store=store, spark=spark, **options)
+
+
+def _revenue(app) -> list[tuple]:
+    return sorted(map(tuple, app.table("revenue").collect()))
+
+
+def _two_batches(store, spark, **options) -> Application:
+    """The application after two batches: ada 1 then ada 2, bob 5."""
+    store.create_topic(TopicConfig("orders"))
+    app = _app(store, spark, **options)
+    store.produce("orders", [_order("o1", "ada", 1, 1_000)])
+    app.run_until_caught_up()
+    store.produce("orders", [_order("o2", "ada", 2, 1_001), _order("o3", "bob", 5, 1_002)])
+    app.run_until_caught_up()
+    return app
+
+
+EXPECTED = [("ada", 3, 1_001), ("bob", 5, 1_002), ("cy", 7, 1_003)]
+
+
+@pytest.mark.parametrize("damaged", ["changelog", "snapshot"])
+def test_a_damaged_store_file_is_one_line_and_a_reset_recovers(tmp_path, spark, damaged):
+    """The live store is lost (its local directory removed), so the next batch restores
+    it from a changelog or snapshot that is damaged: the error names that file and the
+    reset; after the reset the application rebuilds its state from the topic."""
+    store = EmbeddedStore(tmp_path / "home")
+    # A snapshot every 2 batches: batch 1 is kept as a snapshot (and its changelogs
+    # dropped); without one, as changelogs 0 and 1.
+    app = _two_batches(store, spark, snapshot_every=2 if damaged == "snapshot" else 10)
+    layout = app.layout
+    shutil.rmtree(layout.local_dir)
+    if damaged == "changelog":
+        path = layout.changelog_dir("revenue", 0) / "1.arrow"
+        path.write_bytes(b"\x17" * 64)
+        problem = "unreadable changelog: Not an Arrow file"
+    else:
+        path = layout.snapshot_dir("revenue", 0) / "1"
+        for file in path.iterdir():
+            file.unlink()
+        problem = "not a snapshot of batch 1 (it holds no batch)"
+    store.produce("orders", [_order("o4", "cy", 7, 1_003)])
+
+    # Raised in a Spark task, the error reaches the driver inside Spark's; its line is whole.
+    with pytest.raises(Exception) as failed:  # noqa: B017 - Spark's exception wraps ours
+        app.run_until_caught_up()
+    line = f"State store 'revenue' partition 0 is damaged: {path}: {problem} ({RESET})"
+    assert f"DamagedStateError: {line}" in str(failed.value)
+
+    app.reset()
+    app.run_until_caught_up()
+    assert _revenue(app) == EXPECTED
+
+
+def test_a_damaged_checkpoint_offset_file_is_found_before_spark_reads_it(tmp_path, spark):
+    store = EmbeddedStore(tmp_path / "home")
+    app = _two_batches(store, spark)
+    offsets = app.paths.checkpoint / "offsets" / "1"
+    offsets.write_text("garbage\n")
+    store.produce("orders", [_order("o4", "cy", 7, 1_003)])
+
+    with pytest.raises(DamagedStateError) as damaged:
+        app.run_until_caught_up()
+    assert str(damaged.value) == (
+        f"Application 'revenue' is damaged: {offsets}: not a checkpoint file "
+        f"(it starts with 'garbage', not a version such as 'v1') ({RESET})"
+    )
+    assert running_instance(app.paths) is None  # a failed start leaves no lock behind
+
+    app.reset()
+    app.run_until_caught_up()
+    assert _revenue(app) == EXPECTED
+
+
+def test_a_damaged_source_topic_is_named_and_deleting_it_recovers(tmp_path, spark):
+    store = EmbeddedStore(tmp_path / "home")
+    _two_batches(store, spark)
+    log = store.topics_dir / "orders" / "log"
+    shutil.rmtree(log / "_delta_log")
+
+    with pytest.raises(DamagedTopicError) as damaged:
+        _app(store, spark).run_until_caught_up()
+    assert str(damaged.value) == (
+        f"Topic 'orders' is damaged: {log}: no Delta log (_delta_log is missing or empty) "
+        "(delete it with 'tablestream topics delete orders')"
+    )
+
+    store.delete_topic("orders")
+    store.create_topic(TopicConfig("orders"))
+    store.produce("orders", [_order("o1", "ada", 3, 1_001), _order("o2", "bob", 5, 1_002), _order("o3", "cy", 7, 1_003)])
+    app = _app(store, spark)
+    app.reset()  # its checkpoint holds positions in the deleted topic's log
+    app.run_until_caught_up()
+    assert _revenue(app) == EXPECTED
+
+
+def test_a_second_instance_is_refused_while_the_first_runs(tmp_path, spark):
+    store = EmbeddedStore(tmp_path / "home")
+    store.create_topic(TopicConfig("orders"))
+    store.produce("orders", [_order("o1", "ada", 3, 1_001)])
+    first, second = _app(store, spark), _app(store, spark)
+    first.start(processing_time="1 second")
+    try:
+        with pytest.raises(ApplicationRunningError) as refused:
+            second.start(available_now=True)
+        holder = json.loads(first.paths.lock.read_text())
+        assert holder["pid"] > 0
+        assert str(refused.value) == (
+            f"Application 'revenue' is already running (pid {holder['pid']}, since {holder['since']})"
+        )
+    finally:
+        first.stop()
+    second.run_until_caught_up()
+    assert _revenue(second) == [("ada", 3, 1_001)]
+    assert running_instance(second.paths) is None
+
+
+def test_an_instance_in_another_process_is_refused_until_that_process_ends(tmp_path, spark):
+    store = EmbeddedStore(tmp_path / "home")
+    store.create_topic(TopicConfig("orders"))
+    store.produce("orders", [_order("o1", "ada", 3, 1_001)])
+    app = _app(store, spark)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys
+            from tablestream.runtime.layout import AppPaths, InstanceLock
+            InstanceLock(AppPaths.of("revenue", {str(store.home)!r})).acquire()
+            print("held", flush=True)
+            sys.stdin.read()
+        """)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(ApplicationRunningError) as refused:
+            app.run_until_caught_up()
+        since = json.loads(app.paths.lock.read_text())["since"]
+        assert str(refused.value) == f"Application 'revenue' is already running (pid {holder.pid}, since {since})"
+    finally:
+        holder.kill()  # a process that dies releases its lock
+        holder.wait(30)
+    app.run_until_caught_up()
+    assert _revenue(app) == [("ada", 3, 1_001)]
+
+
+def test_an_instance_whose_query_ended_does_not_block_another_in_the_process(tmp_path, spark):
+    """A query that ended without ``stop()`` (here: it processed everything there was)
+    leaves its lock to the next instance of this process."""
+    store = EmbeddedStore(tmp_path / "home")
+    store.create_topic(TopicConfig("orders"))
+    store.produce("orders", [_order("o1", "ada", 3, 1_001)])
+    first = _app(store, spark)
+    first.start(available_now=True).awaitTermination()
+    assert running_instance(first.paths) is not None
+    lock = InstanceLock(first.paths)
+    lock.acquire()
+    assert lock.held
+    lock.release()
+    assert running_instance(first.paths) is None
