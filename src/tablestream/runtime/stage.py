@@ -44,7 +44,7 @@ class StoreStage:
         a session of each store; returns a DataFrame of the kernels' outputs with the
         given Spark ``schema``. ``key_places_only``: the key column only places rows (the
         kernel does not get it). ``skipped``: a column of ``frame`` holding, for a row
-        the rule must drop (a null key), the reason; such rows are reported as skipped
+        the rule must drop (a null key), the reason (empty: drop it unreported); such rows are reported as skipped
         records of the operator being applied (:mod:`tablestream.runtime.failures`) and
         never reach the kernel."""
         from pyspark.sql import functions as F
@@ -105,9 +105,11 @@ def _drop_skipped(table: pa.Table, column: str, reporter) -> pa.Table:
     if reasons.null_count < table.num_rows:
         dropped = table.filter(pc.is_valid(reasons))
         positions = [dropped.column(c).to_pylist() for c in ("o_src", "o_part", "o_off", "o_idx", "ts")]
+        # An empty reason drops the row without a report (it was reported before).
         reporter.report([
             reporter.entry(SKIPPED, reason, None, None, tuple(p[i] for p in positions))
             for i, reason in enumerate(dropped.column(column).to_pylist())
+            if reason
         ])
         table = table.filter(pc.is_null(reasons))
     return table.drop_columns([column])

@@ -4,15 +4,18 @@ row to the new group)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ....plan import aggregate as agg
+from ....plan import stateless
 from ....plan.expr import Expr, KeyValueExpr, SqlExpr
 from ...batch import BatchContext
 from ...expressions import JSON_TEXT, results, sql_column
+from ...failures import current_reporter, operating
 from ...frames import ORDER, Frame, canonical_bytes, named
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse, UnsupportedNodeError
@@ -85,10 +88,14 @@ class AggregateRule(Rule):
 
     def run_stage(self, batch: BatchContext, rows: DataFrame, stage_in: list, kernel, schema) -> DataFrame:
         """The aggregate's store stage over its signed rows (``stage_in`` of them); rows
-        without a group key are skipped records (see ``_skip``)."""
-        return batch.stage(self.node.store).run(
-            rows.select(*stage_in, F.col("_skip")), "gkb", kernel, schema, skipped="_skip"
-        )
+        without a group key are skipped records (see ``_skip``), reported under the
+        grouping's name (every aggregate of a grouping skips the same records: they are
+        logged once)."""
+        reporter = dataclasses.replace(current_reporter(), operator=_grouping(self.physical.topology, self.node))
+        with operating(reporter):
+            return batch.stage(self.node.store).run(
+                rows.select(*stage_in, F.col("_skip")), "gkb", kernel, schema, skipped="_skip"
+            )
 
     @staticmethod
     def _signed_columns(frame: Frame, value: Callable[[str], Column]):
@@ -126,7 +133,9 @@ class AggregateRule(Rule):
         # Kafka Streams); a side without a row (an insertion's old side) has no value.
         present = F.col("value").isNotNull()
         columns = [
-            F.when(F.col("gk").isNull(), F.lit("null group-by key (record skipped)")).alias("_skip"),
+            # (an old row's was logged when it was the new row: dropped without a reason)
+            F.when(F.col("gk").isNull(), F.when(F.col("sign") > 0, F.lit("null group-by key (record skipped)"))
+                   .otherwise(F.lit(""))).alias("_skip"),
             canonical_bytes(F.col("gk")).alias("gkb"), "gk", "sign", value("value").alias("v"), "skb", "ts", *ORDER]
         return named((exploded, flat, present, columns))
 
@@ -148,3 +157,11 @@ class AggregateRule(Rule):
         if self.node.queryable:
             batch.materialize(self.node.store, table)
         return table
+
+
+def _grouping(topology, node) -> str:
+    """The node an aggregate groups (above the repartition each aggregate may have)."""
+    grouping = topology.node(node.parent)
+    while isinstance(grouping, stateless.Repartition):
+        grouping = topology.node(grouping.parent)
+    return grouping.name
