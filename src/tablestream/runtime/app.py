@@ -69,25 +69,30 @@ class Application:
         self.spark = spark or get_spark()
         self.home = home if store is None else self.store.home
         self.paths = AppPaths.of(application_id, self.home)
-        self.partitions, self.run = self._recorded_run(partitions)
+        self._check_source_topics()
+        # Everything a user can get wrong in the topology is found before anything is
+        # recorded or created: the runner analyzes it (and checks co-partitioning).
+        chosen, _ = self._recorded_run(partitions, record=False)
         layout = self.paths.layout
         self.layout = StoreLayout(
             layout.local_dir, layout.durable_dir, snapshot_every=snapshot_every
         )
+        topic_partitions = {t: self.store.topic_config(t).partitions for t in self._source_topics()}
+        self.runner = BatchRunner(topology, self.layout, chosen, topic_partitions, spark=self.spark)
+        self.partitions, self.run = self._recorded_run(partitions)
         self.max_files_per_batch = max_files_per_batch
         self.compact_tables_every = compact_tables_every
         self._query = None
         self._reset = False
         self.tables: MaterializedTables = DeltaTables(self.paths.tables, application_id, self.run)
         self._sink = _ApplicationSink(self)
-        self._ensure_topics()
-        topic_partitions = {t: self.store.topic_config(t).partitions for t in self._source_topics()}
-        self.runner = BatchRunner(topology, self.layout, self.partitions, topic_partitions)
+        self._create_output_topics()
 
     # ---------------------------------------------------------------- setup
-    def _recorded_run(self, requested: int | None) -> tuple[int, str | None]:
+    def _recorded_run(self, requested: int | None, *, record: bool = True) -> tuple[int, str | None]:
         """The state partition count and the run id recorded at the first start since
-        the last reset (recorded now if this is that start)."""
+        the last reset (recorded now if this is that start; with ``record=False`` the
+        count it would record, and no run id)."""
         meta = self.paths.meta
         if meta.exists():
             started = json.loads(meta.read_text())
@@ -103,6 +108,8 @@ class Application:
         if chosen is None:
             counts = [self.store.topic_config(t).partitions for t in self._source_topics()]
             chosen = max(counts) if counts else 1
+        if not record:
+            return chosen, None
         self.paths.root.mkdir(parents=True, exist_ok=True)
         tmp = meta.with_suffix(".tmp")
         run = uuid.uuid4().hex
@@ -118,13 +125,16 @@ class Application:
                     topics.append(topic)
         return topics
 
-    def _ensure_topics(self) -> None:
+    def _check_source_topics(self) -> None:
         existing = set(self.store.list_topics())
         missing = [t for t in self._source_topics() if t not in existing]
         if missing:
             raise ApplicationError(
                 f"Source topic{'s' if len(missing) > 1 else ''} missing: {', '.join(missing)}"
             )
+
+    def _create_output_topics(self) -> None:
+        existing = set(self.store.list_topics())
         for sink in self.topology.sinks:
             if sink.topic not in existing:
                 self.store.create_topic(TopicConfig(sink.topic, partitions=self.partitions))

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 
+from ..errors import SchemaError
 from ..plan.topology import Topology
+from .analysis import analyze
 from .batch import BatchContext, BatchOutput
 from .frames import Frame
 from .physical import PhysicalPlan
@@ -34,17 +36,31 @@ class BatchRunner:
     ``partitions``: the number of state partitions of every store (fixed for the life of
     the application). ``topic_partitions``: partition counts of the source topics, for
     joins that require co-partitioned inputs (``strict``).
+
+    Building a runner analyzes the topology on ``spark`` (default: the active session):
+    every rule is applied to an empty batch (:mod:`tablestream.runtime.analysis`), so an
+    expression Spark cannot analyze, a predicate that is not BOOLEAN or inputs that are
+    not co-partitioned fail here, before any batch runs.
     """
 
     def __init__(
-        self, topology: Topology, layout: StoreLayout, partitions: int, topic_partitions: dict[str, int] | None = None
+        self,
+        topology: Topology,
+        layout: StoreLayout,
+        partitions: int,
+        topic_partitions: dict[str, int] | None = None,
+        *,
+        spark=None,
     ):
+        from ..spark import get_spark
+
         self.topology = topology
         self.physical = PhysicalPlan(topology, layout, partitions, topic_partitions, rule_for)
-        self.rules = [(node, rule_for(node)(node, self.physical)) for node in topology.nodes]
+        self.rules = [(node, _rule(node, self.physical)) for node in topology.nodes]
         self._checks: dict[str, Column] | None = None
         self._output_memo: dict = {}
         self._last_count: int | None = None  # records in the batch before
+        analyze(self.rules, self.physical, spark or get_spark(), self._output_memo)
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -74,3 +90,11 @@ class BatchRunner:
             if result is not None:
                 frames[node.name] = result
         return batch.output
+
+
+def _rule(node, physical: PhysicalPlan):
+    """The node's rule; a format it cannot have (a sink's) is reported with its name."""
+    try:
+        return rule_for(node)(node, physical)
+    except SchemaError as error:
+        raise SchemaError(f"{node.name}: {error}") from None

@@ -92,7 +92,7 @@ class TestDriver:
         self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="tablestream-driver-"))
         self.layout = StoreLayout(self.state_dir / "stores", self.state_dir / "changelog")
         self._topic_partitions: dict[str, int] = {}
-        self.runner = BatchRunner(topology, self.layout, partitions, self._topic_partitions)
+        self.runner = BatchRunner(topology, self.layout, partitions, self._topic_partitions, spark=self.spark)
         self.batch_id = 0
         self._pending: list[dict[str, Any]] = []
         self._offsets: dict[tuple[str, int], int] = {}
