@@ -1,18 +1,20 @@
 """Errors a user can cause are found when an application or a test driver is created
-(the topology analyzed on an empty batch)."""
+(the topology analyzed on an empty batch); a running batch's failure is one line."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 
 from tablestream.dsl import StreamsBuilder
-from tablestream.errors import CoPartitioningError, SchemaError
+from tablestream.errors import CoPartitioningError, SchemaError, SerializationError
 from tablestream.runtime.app import Application
 from tablestream.runtime.expressions import ExpressionError
+from tablestream.runtime.layout import ApplicationError
 from tablestream.storage.embedded import EmbeddedStore
-from tablestream.storage.topic import TopicConfig
+from tablestream.storage.topic import Record, TopicConfig
 from tablestream.testing.driver import TestDriver
 
 pytestmark = pytest.mark.spark
@@ -232,3 +234,50 @@ def test_an_application_is_analyzed_when_it_is_created(tmp_path, spark):
         Application(b.build(), "bad-filter", store=store, spark=spark)
     assert str(error.value) == "KSTREAM-FILTER-0000000001: predicate 'amount + 1' is BIGINT, not BOOLEAN"
     assert "out" not in store.list_topics()
+
+
+def _run_failing(tmp_path, spark, value, app_id: str, after_create=None) -> ApplicationError:
+    store = _store(tmp_path, orders=1)
+    b = StreamsBuilder()
+    orders(b).map_values(value).to("out")
+    app = Application(b.build(), app_id, store=store, spark=spark)
+    if after_create is not None:
+        after_create(store)
+    store.produce("orders", [Record(b"o1", b'{"id": 1, "customer": "ada", "amount": 10}', 1_000)])
+    with pytest.raises(ApplicationError) as error:
+        app.run_until_caught_up()
+    return error.value
+
+
+def test_a_tablestream_error_raised_in_a_spark_task_is_one_line(tmp_path, spark):
+    """Raised by a Python UDF on an executor; the PySpark exception with the worker's
+    traceback is the cause."""
+
+    def fail(values: pa.Array) -> pa.Array:
+        raise SerializationError("store 'x' partition 0: damaged changelog file 3.log")
+
+    udf = F.arrow_udf(fail, "string")
+    error = _run_failing(tmp_path, spark, udf(F.col("value.customer")), "udf-app")
+    assert str(error) == (
+        "Application 'udf-app' failed in batch 0: store 'x' partition 0: damaged changelog file 3.log"
+    )
+    assert "tablestream.errors.SerializationError" in str(error.__cause__)
+
+
+def test_a_tablestream_error_raised_in_the_batch_function_is_one_line(tmp_path, spark):
+    """The output topic deleted after the application was created: the commit of batch 0
+    (in ``process_batch``, on the driver) raises, and that error is the cause."""
+    error = _run_failing(
+        tmp_path, spark, "amount", "commit-app", after_create=lambda store: store.delete_topic("out")
+    )
+    assert str(error) == "Application 'commit-app' failed in batch 0: Unknown topic 'out'"
+    assert type(error.__cause__).__name__ == "UnknownTopicError"
+
+
+def test_another_error_is_its_type_and_first_line(tmp_path, spark):
+    def divide(values: pa.Array) -> pa.Array:
+        return pa.array([str(1 / 0) for _ in values.to_pylist()])
+
+    udf = F.arrow_udf(divide, "string")
+    error = _run_failing(tmp_path, spark, udf(F.col("value.customer")), "zero-app")
+    assert str(error) == "Application 'zero-app' failed in batch 0: ZeroDivisionError: division by zero"

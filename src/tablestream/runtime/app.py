@@ -27,6 +27,7 @@ from ..storage.tables import DeltaTables, MaterializedTables, transaction_app
 from ..storage.topic import TopicConfig
 from .batch import BatchOutput
 from .commit import commit_batch
+from .failures import failure_line
 from .layout import ApplicationError, AppPaths, reset_application
 from .output import TableEncoding, collect_batch
 from .runner import BatchRunner
@@ -84,6 +85,8 @@ class Application:
         self.compact_tables_every = compact_tables_every
         self._query = None
         self._reset = False
+        self._batch: int | None = None  # the batch being processed, or the last one
+        self._failure: BaseException | None = None  # what the last batch raised
         self.tables: MaterializedTables = DeltaTables(self.paths.tables, application_id, self.run)
         self._sink = _ApplicationSink(self)
         self._create_output_topics()
@@ -151,11 +154,16 @@ class Application:
         # cached: caching would materialize every column of the batch first, which
         # costs more than the second read (2M records: 6 s against 1 s).
         self._after_reset()
-        out = self.runner.run(records, batch_id)
+        self._batch, self._failure = batch_id, None
         try:
-            self._commit(out, batch_id)
-        finally:
-            out.release()
+            out = self.runner.run(records, batch_id)
+            try:
+                self._commit(out, batch_id)
+            finally:
+                out.release()
+        except BaseException as error:
+            self._failure = error  # the query's own exception holds only its text
+            raise
 
     def _commit(self, out: BatchOutput, batch_id: int) -> None:
         commit_batch(collect_batch(out), self._sink, batch_id)
@@ -181,13 +189,40 @@ class Application:
         return self._query
 
     def run_until_caught_up(self) -> None:
-        """Process every record already in the source topics, then return."""
-        query = self.start(available_now=True)
-        query.awaitTermination()
-        if query.exception() is not None:
+        """Process every record already in the source topics, then return.
+
+        A failed batch raises an :class:`ApplicationError` of one line naming the batch
+        and what went wrong (see :meth:`await_termination`)."""
+        self.start(available_now=True)
+        self.await_termination()
+
+    def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait for the streaming query to stop (at most ``timeout`` seconds): True when
+        it has stopped. If it failed, raise an :class:`ApplicationError` of one line,
+        ``Application 'x' failed in batch N: <what>``: the message of the tablestream
+        error behind the failure (raised by the application or inside a Spark task),
+        else the failure's type and first line. The exception raised in the batch (or
+        Spark's) is chained as its cause.
+
+        >>> app.start(); app.await_termination(60)                    # doctest: +SKIP
+        """
+        if self._query is None:
+            return True
+        from pyspark.errors import StreamingQueryException
+
+        query = self._query
+        try:
+            stopped = query.awaitTermination(timeout) if timeout is not None else query.awaitTermination()
+        except StreamingQueryException:
+            stopped = True
+        failure = query.exception()
+        if failure is not None:
+            cause = self._failure if self._failure is not None else failure
+            where = f" in batch {self._batch}" if self._failure is not None else ""
             raise ApplicationError(
-                f"Application '{self.application_id}' failed: {query.exception()}"
-            )
+                f"Application '{self.application_id}' failed{where}: {failure_line(cause)}"
+            ) from cause
+        return stopped is not False
 
     def stop(self) -> None:
         if self._query is not None:
