@@ -27,7 +27,7 @@ from ..storage.tables import DeltaTables, MaterializedTables, transaction_app
 from ..storage.topic import TopicConfig
 from .batch import BatchOutput
 from .commit import commit_batch
-from .failures import failure_line
+from .failure_text import failure_line
 from .layout import ApplicationError, AppPaths, reset_application
 from .output import TableEncoding, collect_batch
 from .runner import BatchRunner
