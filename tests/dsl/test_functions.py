@@ -8,6 +8,7 @@ import pytest
 
 from tablestream.dsl import StreamsBuilder
 from tablestream.dsl.functions import VALUE_MAPPER, is_spark_column, prepare
+from tablestream.errors import SchemaError
 from tablestream.plan import (
     ArityError,
     InvalidArgumentError,
@@ -351,6 +352,69 @@ def test_formats_and_schemas(builder):
     )
     assert message(InvalidArgumentError, lambda: builder.stream("t", key_schema=" ")) == (
         "StreamsBuilder.stream(): key schema is empty"
+    )
+
+
+SOURCE_SCHEMA_ERRORS = [
+    pytest.param(
+        lambda b: b.stream("orders", value_schema="order_id BIGNIT"),
+        "StreamsBuilder.stream(): value schema: Invalid schema 'order_id BIGNIT': "
+        "unknown type 'BIGNIT' for column 'order_id' at character 10",
+        id="value-schema-typo",
+    ),
+    pytest.param(
+        lambda b: b.table("users", key_schema="id BIGINT NOT NULL"),
+        "StreamsBuilder.table(): key schema: Invalid schema 'id BIGINT NOT NULL': "
+        "unexpected 'NOT' at character 11 (expected ',')",
+        id="key-schema",
+    ),
+    pytest.param(
+        lambda b: b.global_table("countries", value_schema="code STRING,"),
+        "StreamsBuilder.global_table(): value schema: Invalid schema 'code STRING,': "
+        "expected a column after the last ','",
+        id="global-table",
+    ),
+    pytest.param(
+        lambda b: b.stream("t").to("u", value_schema="a FLOAT"),
+        "KStream.to(): value schema: Invalid schema 'a FLOAT': "
+        "FLOAT is not a ksqlDB type (use DOUBLE) for column 'a' at character 3",
+        id="sink-schema",
+    ),
+    pytest.param(
+        lambda b: b.stream("orders", value_format="avro"),
+        "StreamsBuilder.stream(): value format: The AVRO format needs a schema "
+        "(there is no Schema Registry to infer it from)",
+        id="avro-without-schema",
+    ),
+    pytest.param(
+        lambda b: b.table("users", key_format="DELIMITED"),
+        "StreamsBuilder.table(): key format: The DELIMITED format needs a schema",
+        id="delimited-without-schema",
+    ),
+    pytest.param(
+        lambda b: b.stream("orders", key_schema="id BIGINT, region STRING"),
+        "StreamsBuilder.stream(): key format: The KAFKA format holds a single primitive, "
+        "but the schema 'id BIGINT, region STRING' has 2 columns",
+        id="kafka-key-with-columns",
+    ),
+    pytest.param(
+        lambda b: b.stream("orders", value_format="delimited", value_schema="tags ARRAY<STRING>"),
+        "StreamsBuilder.stream(): value format: The DELIMITED format does not support "
+        "type ARRAY<STRING> (column 'tags')",
+        id="delimited-array",
+    ),
+]
+
+
+@pytest.mark.parametrize(("program", "expected"), SOURCE_SCHEMA_ERRORS)
+def test_schemas_and_formats_are_checked_where_they_are_declared(builder, program, expected):
+    assert message(SchemaError, lambda: program(builder)) == expected
+
+
+def test_a_format_the_runtime_cannot_read_is_refused_at_the_source(builder):
+    assert message(InvalidArgumentError, lambda: builder.stream("t", value_format="protobuf")) == (
+        "StreamsBuilder.stream(): value format PROTOBUF cannot be read yet; readable formats "
+        "are KAFKA, JSON, AVRO, DELIMITED"
     )
 
 

@@ -11,7 +11,6 @@ changelog. Within a batch the output order is fixed per key and free across keys
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -715,27 +714,33 @@ def test_sql_sees_value_fields_key_value_and_rowtime(spark):
     [
         pytest.param(
             lambda b: b.stream("in", value_schema=ORDER).filter("qtty > 1").to("out"),
-            "Expression 'qtty > 1': unknown column 'qtty' (columns: key, value, rowtime, name, qty)",
+            "KSTREAM-FILTER-0000000001: expression 'qtty > 1': unknown column 'qtty' "
+            "(columns: key, value, rowtime, name, qty)",
             id="stream-with-schema",
         ),
         pytest.param(
             lambda b: b.stream("in").map_values("qty * 2").to("out"),
-            "Expression 'qty * 2': unknown column 'qty' (columns: key, value, rowtime)",
+            "KSTREAM-MAPVALUES-0000000001: expression 'qty * 2': unknown column 'qty' "
+            "(columns: key, value, rowtime)",
             id="schemaless-stream",
         ),
         pytest.param(
             lambda b: b.table("in", value_schema=ORDER).map_values("upper(nam)").to("out"),
-            "Expression 'UPPER(nam)': unknown column 'nam' (columns: key, value, rowtime, name, qty)",
+            "KTABLE-MAPVALUES-0000000003: expression 'upper(nam)': unknown column 'nam' "
+            "(columns: key, value, rowtime, name, qty)",
             id="table",
         ),
     ],
 )
 def test_an_unknown_column_is_a_clear_error(spark, program, message):
+    """Found when the test driver is created, before any record."""
+    from tablestream.runtime.expressions import ExpressionError
+
     b = StreamsBuilder()
     program(b)
-    with TestDriver(b.build(), spark=spark) as driver:
-        with pytest.raises(ValueError, match=re.escape(message)):
-            driver.create_input_topic("in").pipe_input("a", X1, 10)
+    with pytest.raises(ExpressionError) as error:
+        TestDriver(b.build(), spark=spark)
+    assert str(error.value) == message
 
 
 def test_sql_identity_on_a_schemaless_value_keeps_the_value(spark):

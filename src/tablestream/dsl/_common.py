@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from tablestream.errors import SchemaError
 from tablestream.plan.base import FORMATS, PlanNode
 from tablestream.plan.builder import PlanBuilder
 from tablestream.plan.errors import InvalidArgumentError, InvalidNameError, InvalidTypeError
 from tablestream.plan.naming import validate_name
+from tablestream.schema import parse_schema_or_type
+from tablestream.storage.formats import FORMATS as READABLE_FORMATS
+from tablestream.storage.formats import get_format
+from tablestream.storage.formats.spark_types import ksql_type_name
 
 
 class PlanFacade:
@@ -77,36 +82,41 @@ def check_partitions(partitions: Any, method: str) -> int | None:
 
 
 def schema_text(schema: Any, method: str, what: str) -> str | None:
-    """A ksqlDB column list (``"id BIGINT, name STRING"``), from text or a pyspark StructType."""
+    """A ksqlDB column list (``"id BIGINT, name STRING"``) or a single type (``"BIGINT"``),
+    from text or a pyspark StructType; text is parsed here, so a typo fails where it was
+    written, not when the application runs."""
     if schema is None:
         return None
     if isinstance(schema, str):
         if not schema.strip():
             raise InvalidArgumentError(f"{method}: {what} is empty")
+        try:
+            parse_schema_or_type(schema)
+        except SchemaError as error:
+            raise SchemaError(f"{method}: {what}: {error}") from None
         return schema
     if _is_spark_type(schema, "StructType"):
-        return ", ".join(f"{f.name} {_ksql_type(f.dataType)}" for f in schema.fields)
+        return ", ".join(f"{f.name} {ksql_type_name(f.dataType)}" for f in schema.fields)
     raise InvalidTypeError(
         f"{method}: {what} must be a ksqlDB column list (str) or a pyspark StructType, "
         f"got {type(schema).__name__}"
     )
 
 
+def check_source_format(fmt: str, schema: str | None, method: str, what: str) -> None:
+    """A source's format must be one the runtime reads, with the schema it needs (AVRO
+    and DELIMITED need one; KAFKA holds a single primitive)."""
+    if fmt not in READABLE_FORMATS:
+        raise InvalidArgumentError(
+            f"{method}: {what} {fmt} cannot be read yet; readable formats are "
+            f"{', '.join(READABLE_FORMATS)}"
+        )
+    try:
+        get_format(fmt, schema)
+    except SchemaError as error:
+        raise SchemaError(f"{method}: {what}: {error}") from None
+
+
 def _is_spark_type(obj: object, name: str) -> bool:
     cls = type(obj)
     return cls.__name__ == name and cls.__module__.startswith("pyspark.sql")
-
-
-def _ksql_type(data_type: Any) -> str:
-    if _is_spark_type(data_type, "StructType"):
-        return (
-            "STRUCT<"
-            + ", ".join(f"{f.name} {_ksql_type(f.dataType)}" for f in data_type.fields)
-            + ">"
-        )
-    if _is_spark_type(data_type, "ArrayType"):
-        return f"ARRAY<{_ksql_type(data_type.elementType)}>"
-    if _is_spark_type(data_type, "MapType"):
-        return f"MAP<{_ksql_type(data_type.keyType)}, {_ksql_type(data_type.valueType)}>"
-    simple = data_type.simpleString().upper()
-    return "BYTES" if simple == "BINARY" else simple

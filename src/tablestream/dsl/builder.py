@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tablestream.dsl._common import check_format, check_name, check_topic, schema_text
+from tablestream.dsl._common import (
+    check_format,
+    check_name,
+    check_source_format,
+    check_topic,
+    schema_text,
+)
 from tablestream.dsl.kstream import KStream
 from tablestream.dsl.ktable import GlobalKTable, KTable
 from tablestream.plan import naming
@@ -250,12 +256,11 @@ class StreamsBuilder:
         key = check_format(key_format, method, "key format")
         value = check_format(value_format, method, "value format")
         assert key is not None and value is not None
-        return (
-            key,
-            value,
-            schema_text(key_schema, method, "key schema"),
-            schema_text(value_schema, method, "value schema"),
-        )
+        key_text = schema_text(key_schema, method, "key schema")
+        value_text = schema_text(value_schema, method, "value schema")
+        check_source_format(key, key_text, method, "key format")
+        check_source_format(value, value_text, method, "value format")
+        return key, value, key_text, value_text
 
     @staticmethod
     def _refuse_extractor(extractor: Any, method: str) -> None:

@@ -110,6 +110,12 @@ class KStream(PlanFacade):
         ``(key, value) -> bool``. ``name`` replaces the generated node name
         (``KSTREAM-FILTER-<n>``), as Kafka's ``Named``.
 
+        A SQL or Column predicate must be ``BOOLEAN`` (another type is an
+        :class:`~tablestream.runtime.expressions.ExpressionError` when the application or
+        test driver is created). A record whose predicate is null (``amount > 100`` with
+        no amount) counts as not satisfying it, as in SQL's ``WHERE``: ``filter`` drops it,
+        :meth:`filter_not` keeps it.
+
         >>> from tablestream.dsl import StreamsBuilder
         >>> builder = StreamsBuilder()
         >>> big = builder.stream("orders").filter("amount > 100")
@@ -121,7 +127,8 @@ class KStream(PlanFacade):
         return self._filter(predicate, name, negate=False, method="KStream.filter()")
 
     def filter_not(self, predicate: Any, *, name: str | None = None) -> KStream:
-        """A stream of the records that do *not* satisfy ``predicate`` (see :meth:`filter`).
+        """A stream of the records that do *not* satisfy ``predicate`` (see :meth:`filter`),
+        including those whose predicate is null.
 
         >>> from tablestream.dsl import StreamsBuilder
         >>> StreamsBuilder().stream("orders").filter_not("amount > 100").node.negate
@@ -578,6 +585,7 @@ class BranchedKStream:
         """Add a branch taking the records that satisfy ``predicate`` (SQL, Column or
         callable ``(key, value) -> bool``) and no earlier branch's predicate. ``name`` is
         appended to the split's name to name the branch (default: its position, from 1).
+        Predicates are as in :meth:`KStream.filter`: BOOLEAN, a null result not satisfied.
 
         >>> from tablestream.dsl import StreamsBuilder
         >>> b = StreamsBuilder().stream("orders").split(name="s-").branch("amount > 10", name="big")

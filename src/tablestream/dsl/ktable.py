@@ -68,7 +68,9 @@ class KTable(PlanFacade):
         """A table of the rows that satisfy ``predicate``; when a row stops satisfying it,
         the row is deleted. ``predicate`` is SQL, a Column or a callable
         ``(key, value) -> bool``; ``materialized_as`` keeps the result in a store of that
-        name.
+        name. As for :meth:`KStream.filter <tablestream.dsl.KStream.filter>`, a SQL or
+        Column predicate must be ``BOOLEAN``, and a row whose predicate is null does not
+        satisfy it.
 
         >>> from tablestream.dsl import StreamsBuilder
         >>> StreamsBuilder().table("users").filter("age >= 18").node

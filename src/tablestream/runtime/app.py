@@ -31,6 +31,7 @@ from ..storage.tables import DeltaTables, MaterializedTables, transaction_app
 from ..storage.topic import TopicConfig
 from .batch import BatchOutput
 from .commit import commit_batch
+from .failure_text import failure_line
 from .failures import ProcessingSettings
 from .layout import ApplicationError, AppPaths, InstanceLock, reset_application
 from .output import TableEncoding
@@ -94,8 +95,15 @@ class Application:
         self.spark = spark or get_spark()
         self.home = home if store is None else self.store.home
         self.paths = AppPaths.of(application_id, self.home)
-        self.partitions, self.run = self._recorded_run(partitions)
+        self._check_source_topics()
+        # Everything a user can get wrong in the topology is found before anything is
+        # recorded or created: the runner analyzes it (and checks co-partitioning).
+        chosen, _ = self._recorded_run(partitions, record=False)
         self.layout = dataclasses.replace(self.paths.layout, snapshot_every=snapshot_every)
+        topic_partitions = {t: self.store.topic_config(t).partitions for t in self._source_topics()}
+        settings = ProcessingSettings(processing_errors, log_skipped_records)
+        self.runner = BatchRunner(topology, self.layout, chosen, topic_partitions, settings, spark=self.spark)
+        self.partitions, self.run = self._recorded_run(partitions)
         self.max_files_per_batch = max_files_per_batch
         self.compact_tables_every = compact_tables_every
         self.progress = progress
@@ -103,19 +111,17 @@ class Application:
         self._query = None
         self._instance = InstanceLock(self.paths, alive=lambda: self._query is None or self._query.isActive)
         self._reset = False
+        self._batch: int | None = None  # the batch being processed, or the last one
+        self._failure: BaseException | None = None  # what the last batch raised
         self.tables: MaterializedTables = DeltaTables(self.paths.tables, application_id, self.run)
         self._sink = _ApplicationSink(self)
-        self._ensure_topics()
-        topic_partitions = {t: self.store.topic_config(t).partitions for t in self._source_topics()}
-        settings = ProcessingSettings(processing_errors, log_skipped_records)
-        self.runner = BatchRunner(
-            topology, self.layout, self.partitions, topic_partitions, settings, spark=self.spark
-        )
+        self._create_output_topics()
 
     # ---------------------------------------------------------------- setup
-    def _recorded_run(self, requested: int | None) -> tuple[int, str | None]:
+    def _recorded_run(self, requested: int | None, *, record: bool = True) -> tuple[int, str | None]:
         """The state partition count and the run id recorded at the first start since
-        the last reset (recorded now if this is that start)."""
+        the last reset (recorded now if this is that start; with ``record=False`` the
+        count it would record, and no run id)."""
         meta = self.paths.meta
         started = self.paths.read_meta()
         if started is not None:
@@ -131,6 +137,8 @@ class Application:
         if chosen is None:
             counts = [self.store.topic_config(t).partitions for t in self._source_topics()]
             chosen = max(counts) if counts else 1
+        if not record:
+            return chosen, None
         self.paths.root.mkdir(parents=True, exist_ok=True)
         tmp = meta.with_suffix(".tmp")
         run = uuid.uuid4().hex
@@ -146,13 +154,16 @@ class Application:
                     topics.append(topic)
         return topics
 
-    def _ensure_topics(self) -> None:
+    def _check_source_topics(self) -> None:
         existing = set(self.store.list_topics())
         missing = [t for t in self._source_topics() if t not in existing]
         if missing:
             raise ApplicationError(
                 f"Source topic{'s' if len(missing) > 1 else ''} missing: {', '.join(missing)}"
             )
+
+    def _create_output_topics(self) -> None:
+        existing = set(self.store.list_topics())
         for sink in self.topology.sinks:
             if sink.topic not in existing:
                 self.store.create_topic(TopicConfig(sink.topic, partitions=self.partitions))
@@ -204,11 +215,16 @@ class Application:
         # cached: caching would materialize every column of the batch first, which
         # costs more than the second read (2M records: 6 s against 1 s).
         self._after_reset()
-        out = self.runner.run(records, batch_id)
+        self._batch, self._failure = batch_id, None
         try:
-            self._commit(out, batch_id)
-        finally:
-            out.release()
+            out = self.runner.run(records, batch_id)
+            try:
+                self._commit(out, batch_id)
+            finally:
+                out.release()
+        except BaseException as error:
+            self._failure = error  # the query's own exception holds only its text
+            raise
         positions = self.runner.last_positions
         self._record_positions(positions.ends)
         if self.progress is not None:
@@ -256,16 +272,43 @@ class Application:
         return self._query
 
     def run_until_caught_up(self) -> None:
-        """Process every record already in the source topics, then return."""
-        query = self.start(available_now=True)
+        """Process every record already in the source topics, then return.
+
+        A failed batch raises an :class:`ApplicationError` of one line naming the batch
+        and what went wrong (see :meth:`await_termination`)."""
+        self.start(available_now=True)
         try:
-            query.awaitTermination()
+            self.await_termination()
         finally:
             self._instance.release()
-        if query.exception() is not None:
+
+    def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait for the streaming query to stop (at most ``timeout`` seconds): True when
+        it has stopped. If it failed, raise an :class:`ApplicationError` of one line,
+        ``Application 'x' failed in batch N: <what>``: the message of the tablestream
+        error behind the failure (raised by the application or inside a Spark task),
+        else the failure's type and first line. The exception raised in the batch (or
+        Spark's) is chained as its cause.
+
+        >>> app.start(); app.await_termination(60)                    # doctest: +SKIP
+        """
+        if self._query is None:
+            return True
+        from pyspark.errors import StreamingQueryException
+
+        query = self._query
+        try:
+            stopped = query.awaitTermination(timeout) if timeout is not None else query.awaitTermination()
+        except StreamingQueryException:
+            stopped = True
+        failure = query.exception()
+        if failure is not None:
+            cause = self._failure if self._failure is not None else failure
+            where = f" in batch {self._batch}" if self._failure is not None else ""
             raise ApplicationError(
-                f"Application '{self.application_id}' failed: {query.exception()}"
-            )
+                f"Application '{self.application_id}' failed{where}: {failure_line(cause)}"
+            ) from cause
+        return stopped is not False
 
     def stop(self) -> None:
         """Stop the streaming query and let another instance start."""

@@ -50,13 +50,15 @@ class BatchContext:
     """What a rule gets besides its inputs: the batch id, its positions (ordering time,
     invalid records), the physical facts of the plan and the batch's outputs.
     ``compute_first``: the batch is large enough that rows read by several consumers are
-    computed by a job of their own first."""
+    computed by a job of their own first. ``analysis``: the batch is the empty one the
+    runner analyzes the topology with (nothing is cached or computed)."""
 
     batch_id: int
     positions: BatchPositions
     physical: PhysicalPlan
     output: BatchOutput
     compute_first: bool
+    analysis: bool = False
 
     @property
     def records(self) -> DataFrame:
@@ -76,7 +78,7 @@ class BatchContext:
         output job that run at the same time, so each would compute the rows itself
         before any cached them: in a large batch the rows are computed first, by a job
         of their own; in a small one running the stage again costs less than a job."""
-        if node is not None and self.physical.uses(node) <= 1:
+        if self.analysis or (node is not None and self.physical.uses(node) <= 1):
             return df
         df = df.persist()
         self.output.persisted.append(df)

@@ -14,23 +14,60 @@ result is kept as JSON text; the next callable receives it parsed again.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import sqlglot
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, StringType, StructField, StructType
 from sqlglot import exp
 
+from ..errors import TablestreamError
 from ..plan.expr import Expr, SqlExpr
+from ..storage.formats.spark_types import ksql_type_name
 from .failures import ERROR, current_reporter, failure_reason
 
 
-class ExpressionError(ValueError):
-    """An expression that names something the record does not have."""
+class ExpressionError(TablestreamError, ValueError):
+    """An expression that does not fit the records it is applied to: a name they do not
+    have, a function Spark does not know, types that do not go together, a predicate
+    that is not BOOLEAN. Found when an application or a test driver is created."""
+
+
+def describe(expr: Expr) -> str:
+    """How an error names an expression: SQL by its text, a Column or a callable by
+    its description."""
+    if isinstance(expr, SqlExpr):
+        return f"expression '{expr.text}'"
+    return f"{expr.kind} {expr.description}"
+
+
+# While a topology is analyzed, the Spark SQL text each SQL expression became (Spark's
+# errors point into that text; the analysis reports the user's text instead).
+_spark_texts: ContextVar[list[tuple[str, SqlExpr]] | None] = ContextVar("spark_texts", default=None)
+
+
+@contextmanager
+def recording_spark_texts() -> Iterator[list[tuple[str, SqlExpr]]]:
+    """Collect ``(Spark SQL text, expression)`` for every SQL expression built inside."""
+    texts: list[tuple[str, SqlExpr]] = []
+    token = _spark_texts.set(texts)
+    try:
+        yield texts
+    finally:
+        _spark_texts.reset(token)
+
+
+def _spark_expr(text: str, expr: SqlExpr) -> Column:
+    texts = _spark_texts.get()
+    if texts is not None:
+        texts.append((text, expr))
+    return F.expr(text)
 
 
 @dataclass(frozen=True)
@@ -69,14 +106,14 @@ def sql_column(expr: SqlExpr, shape: ValueShape, *, key: str = "key", value: str
         if lowered == "rowtime":
             return exp.column(ts)
         available = ", ".join(["key", "value", "rowtime", *shape.fields])
-        raise ExpressionError(f"Expression '{expr.sql}': unknown column '{name}' (columns: {available})")
+        raise ExpressionError(f"{describe(expr)}: unknown column '{name}' (columns: {available})")
 
     rewritten = tree.transform(rewrite)
     # A dotted reference such as value.amount parses as a column with a table part.
     for column in list(rewritten.find_all(exp.Column)):
         if column.table and column.table.lower() == "value":
             column.set("table", exp.to_identifier(value))
-    return F.expr(rewritten.sql(dialect="spark"))
+    return _spark_expr(rewritten.sql(dialect="spark"), expr)
 
 
 def to_python(value: Any, shape: ValueShape) -> Any:
@@ -248,9 +285,9 @@ def predicate_column(
     key: str = "key", value: str = "value", ts: str = "ts",
 ) -> Column:
     """A predicate ``(key, value) -> bool``: a boolean Column (null counts as false, as
-    in SQL), or for a Python callable its user function column (see
-    :func:`callable_column`; :func:`predicate_holds` reads it): a result that is not a
-    bool is a failure of the record."""
+    in SQL's ``WHERE``; :func:`check_predicate` refuses a SQL or Column predicate that
+    is not BOOLEAN), or for a Python callable its user function column (see
+    :func:`callable_column`): a result that is not a bool is a failure of the record."""
     if isinstance(expr, SqlExpr):
         col = sql_column(expr, shape, key=key, value=value, ts=ts)
     elif expr.kind == "column":
@@ -263,12 +300,19 @@ def predicate_column(
     return F.coalesce(col.cast("boolean"), F.lit(False))
 
 
-def predicate_holds(name: str, dtype: DataType) -> Column:
-    """Whether the predicate column ``name`` (of type ``dtype``) holds: false where
-    it is null, and where a user function returned null."""
-    if is_guarded(dtype):
-        return F.coalesce(guarded_result(name), F.lit(False))
-    return F.coalesce(F.col(name), F.lit(False))
+def check_predicate(expr: Expr, df: DataFrame, shape: ValueShape, resolve) -> None:
+    """Refuse a SQL or Column predicate whose type over ``df`` (a stream frame's columns)
+    is not BOOLEAN; a callable's result is taken as a boolean."""
+    if isinstance(expr, SqlExpr):
+        col = sql_column(expr, shape)
+    elif expr.kind == "column":
+        col = resolve(expr)
+    else:
+        return
+    dtype = df.select(col.alias("_p")).schema["_p"].dataType
+    if not isinstance(dtype, BooleanType):
+        what = f"predicate '{expr.text}'" if isinstance(expr, SqlExpr) else f"predicate {describe(expr)}"
+        raise ExpressionError(f"{what} is {ksql_type_name(dtype)}, not BOOLEAN")
 
 
 def joiner_sql_column(expr: SqlExpr, left: str = "_jl", right: str = "_jr") -> Column:
@@ -284,18 +328,18 @@ def joiner_sql_column(expr: SqlExpr, left: str = "_jl", right: str = "_jr") -> C
             side = node.table.lower()
             if side not in names:
                 raise ExpressionError(
-                    f"Joiner '{expr.sql}': unknown value '{node.table}' (the values are left and right)"
+                    f"{describe(expr)}: unknown value '{node.table}' (the values are left and right)"
                 )
             return exp.Dot(this=exp.column(names[side]), expression=exp.to_identifier(node.name))
         side = node.name.lower()
         if side not in names:
             raise ExpressionError(
-                f"Joiner '{expr.sql}': unknown column '{node.name}' (name the values left and right, "
+                f"{describe(expr)}: unknown column '{node.name}' (name the values left and right, "
                 "and their fields left.<field> and right.<field>)"
             )
         return exp.column(names[side])
 
-    return F.expr(tree.transform(rewrite).sql(dialect="spark"))
+    return _spark_expr(tree.transform(rewrite).sql(dialect="spark"), expr)
 
 
 def joiner_callable_column(

@@ -85,33 +85,11 @@ def collect_batch(out: BatchOutput) -> CollectedBatch:
     """Collect every output of a batch with one Spark job: each output's rows become a
     struct column of one union (the others null), so the batch's stages run once and
     no output pays a job of its own."""
-    parts: list[tuple[str, str, DataFrame, list]] = []
-    sinks: dict[str, list[tuple[int, Frame, ToTopicSpec]]] = {}
-    for topic, specs in out.records.items():
-        for frame, spec in specs:
-            sinks.setdefault(topic, []).append((len(parts), frame, spec))
-            parts.append(
-                (
-                    "records",
-                    topic,
-                    frame.df,
-                    _memo(out, ("sink", topic, len(parts)), lambda f=frame, sp=spec: _record_columns(f, sp)),
-                )
-            )
-    for store, frame in out.tables.items():
-        parts.append(
-            ("tables", store, frame.df, _memo(out, ("table", store), _table_columns))
-        )
-    for i, errors in enumerate(out.errors):
-        parts.append(("errors", str(i), errors, [F.col(c) for c in errors.columns]))
+    parts, sinks = _parts(out)
     collected = CollectedBatch()
     if not parts:
         return collected
-    union = None
-    signature = "|".join(f"{kind}:{name}" for kind, name, _, _ in parts)
-    for (_, _, df, _), branch_columns in zip(parts, _memo(out, ("collect", signature), lambda: _branches(parts)), strict=True):
-        branch = df.select(*branch_columns)
-        union = branch if union is None else union.union(branch)
+    union = output_union(out, parts)
     table = union.toArrow()
     part_ids = table.column("_part")
     rows: list[pa.Table] = []
@@ -133,6 +111,49 @@ def collect_batch(out: BatchOutput) -> CollectedBatch:
             [("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")]
         )
     return collected
+
+
+def _parts(out: BatchOutput):
+    """Each output of the batch as ``(kind, name, rows, columns)``, and the parts that
+    are each topic's records."""
+    parts: list[tuple[str, str, DataFrame, list]] = []
+    sinks: dict[str, list[tuple[int, Frame, ToTopicSpec]]] = {}
+    for topic, specs in out.records.items():
+        for frame, spec in specs:
+            sinks.setdefault(topic, []).append((len(parts), frame, spec))
+            parts.append(
+                (
+                    "records",
+                    topic,
+                    frame.df,
+                    _memo(out, ("sink", topic, len(parts)), lambda f=frame, sp=spec: record_columns(f, sp)),
+                )
+            )
+    for store, frame in out.tables.items():
+        parts.append(
+            ("tables", store, frame.df, _memo(out, ("table", store), _table_columns))
+        )
+    for i, errors in enumerate(out.errors):
+        parts.append(("errors", str(i), errors, [F.col(c) for c in errors.columns]))
+    return parts, sinks
+
+
+def output_union(out: BatchOutput, parts) -> DataFrame:
+    """The one DataFrame of every output of the batch (``parts`` from :func:`_parts`)."""
+    union = None
+    for (_, _, df, _), branch_columns in zip(parts, output_columns(out, parts), strict=True):
+        branch = df.select(*branch_columns)
+        union = branch if union is None else union.union(branch)
+    return union
+
+
+def output_columns(out: BatchOutput, parts=None) -> list[list[Column]]:
+    """Each output's columns in the union, built once and kept for the next batches
+    (building them has Spark analyze every output's rows as its sink writes them)."""
+    if parts is None:
+        parts, _ = _parts(out)
+    signature = "|".join(f"{kind}:{name}" for kind, name, _, _ in parts)
+    return _memo(out, ("collect", signature), lambda: _branches(parts))
 
 
 def _memo(out: BatchOutput, key, make):
@@ -173,7 +194,9 @@ def _table_columns() -> list[Column]:
     return [F.col("key"), F.col("new"), F.col("ts"), *[F.col(c) for c in ORDER], _key_order()]
 
 
-def _record_columns(frame: Frame, spec: ToTopicSpec) -> list[Column]:
+def record_columns(frame: Frame, spec: ToTopicSpec) -> list[Column]:
+    """A sink's records as its formats write them (``key``, ``value`` bytes, ``timestamp``),
+    with the ordering key."""
     key_format, value_format = _formats(frame, spec)
     key = F.col("key") if frame.key_json else encode_column("key", frame.key_type, key_format)
     value = (

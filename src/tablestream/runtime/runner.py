@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 
+from ..errors import SchemaError
 from ..plan.topology import Topology
+from .analysis import analyze
 from .batch import BatchContext, BatchOutput
 from .failures import FailureLog, ProcessingSettings, operating
 from .frames import Frame
@@ -37,6 +39,11 @@ class BatchRunner:
     the application). ``topic_partitions``: partition counts of the source topics, for
     joins that require co-partitioned inputs (``strict``). ``settings``: what happens
     to records an operator cannot process (:mod:`tablestream.runtime.failures`).
+
+    Building a runner analyzes the topology on ``spark`` (default: the active session):
+    every rule is applied to an empty batch (:mod:`tablestream.runtime.analysis`), so an
+    expression Spark cannot analyze, a predicate that is not BOOLEAN or inputs that are
+    not co-partitioned fail here, before any batch runs.
     """
 
     def __init__(
@@ -49,18 +56,19 @@ class BatchRunner:
         *,
         spark=None,
     ):
-        from pyspark.sql import SparkSession
+        from ..spark import get_spark
 
+        spark = spark or get_spark()
         self.topology = topology
         self.physical = PhysicalPlan(topology, layout, partitions, topic_partitions, rule_for)
-        self.rules = [(node, rule_for(node)(node, self.physical)) for node in topology.nodes]
-        spark = spark or SparkSession.getActiveSession()
+        self.rules = [(node, _rule(node, self.physical)) for node in topology.nodes]
         self.failures = FailureLog(spark, self.physical.topics, settings or ProcessingSettings())
         self._reporters = {}
         self._checks: dict[str, Column] | None = None
         self._output_memo: dict = {}
         # The last batch's positions: its record count, where it ends in each partition.
         self.last_positions: BatchPositions | None = None
+        analyze(self.rules, self.physical, spark, self._output_memo, self._operating)
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -89,7 +97,7 @@ class BatchRunner:
         frames: dict[str, Frame] = {}
         for node, rule in self.rules:
             inputs = [frames[p] for p in node.parents]
-            with operating(self._reporter(rule, inputs)):
+            with self._operating(rule, inputs):
                 result = rule.apply(batch, *inputs)
             if result is not None:
                 frames[node.name] = result
@@ -112,3 +120,16 @@ class BatchRunner:
         collected = collect_batch(out)
         collected.errors = self.failures.settle(collected.errors)
         return collected
+
+    def _operating(self, rule, inputs: list[Frame]):
+        """The context a rule is applied in: its operator's reporter (see
+        :func:`~tablestream.runtime.failures.operating`)."""
+        return operating(self._reporter(rule, inputs))
+
+
+def _rule(node, physical: PhysicalPlan):
+    """The node's rule; a format it cannot have (a sink's) is reported with its name."""
+    try:
+        return rule_for(node)(node, physical)
+    except SchemaError as error:
+        raise SchemaError(f"{node.name}: {error}") from None

@@ -46,6 +46,7 @@ from ..errors import (
 from .topic import (
     DEFAULT_DELETE_RETENTION_MS,
     DEFAULT_RETENTION_MS,
+    RECORD_COLUMNS,
     Record,
     TopicConfig,
     TopicDescription,
@@ -56,15 +57,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 #: The columns (and their Spark SQL types) of :meth:`KafkaStore.read_stream` / ``read_batch``.
-KAFKA_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("key", "binary"),
-    ("value", "binary"),
-    ("topic", "string"),
-    ("partition", "int"),
-    ("offset", "bigint"),
-    ("timestamp", "bigint"),
-    ("headers", "array<struct<key:string,value:binary>>"),
-)
+KAFKA_COLUMNS: tuple[tuple[str, str], ...] = RECORD_COLUMNS
 
 _LIBRDKAFKA_LOG = logging.getLogger(__name__ + ".librdkafka")
 _TOPIC_CONFIG_KEYS = ("cleanup.policy", "retention.ms", "delete.retention.ms")

@@ -19,6 +19,18 @@ CLEANUP_POLICIES = ("delete", "compact")
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # Kafka's retention.ms default
 DEFAULT_DELETE_RETENTION_MS = 24 * 3600 * 1000  # Kafka's delete.retention.ms default
 
+#: The columns (and their Spark SQL types) every backend reads a topic's records as,
+#: and a batch's records have.
+RECORD_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("key", "binary"),
+    ("value", "binary"),
+    ("topic", "string"),
+    ("partition", "int"),
+    ("offset", "bigint"),
+    ("timestamp", "bigint"),
+    ("headers", "array<struct<key:string,value:binary>>"),
+)
+
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 

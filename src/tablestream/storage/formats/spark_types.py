@@ -45,6 +45,23 @@ def to_spark_type(t: SqlType | Schema) -> DataType:
     raise TypeError(f"no Spark type for {t}")
 
 
+def ksql_type_name(dtype: DataType) -> str:
+    """The ksqlDB name of a Spark type (``BIGINT``, ``STRUCT<id BIGINT>``, ``BYTES``).
+
+    Spark types are recognized by class name, so a caller holding a pyspark type need
+    not have imported anything else.
+    """
+    name = type(dtype).__name__
+    if name == "StructType":
+        return "STRUCT<" + ", ".join(f"{f.name} {ksql_type_name(f.dataType)}" for f in dtype.fields) + ">"
+    if name == "ArrayType":
+        return f"ARRAY<{ksql_type_name(dtype.elementType)}>"
+    if name == "MapType":
+        return f"MAP<{ksql_type_name(dtype.keyType)}, {ksql_type_name(dtype.valueType)}>"
+    simple = dtype.simpleString().upper()
+    return "BYTES" if simple == "BINARY" else simple
+
+
 def has_temporal(t: SqlType) -> bool:
     if isinstance(t, PrimitiveType):
         return t.name in ("DATE", "TIMESTAMP")

@@ -206,12 +206,17 @@ class ForeignKeyRule(Rule):
 
 def _routes(physical: PhysicalPlan, df: DataFrame) -> list[bytes]:
     """One key per state partition that Spark's shuffle places in that partition (to send
-    a row to every partition), found once per application by hashing candidates."""
+    a row to every partition), found once per application by hashing candidates in a
+    local relation (Spark evaluates it while planning: no job)."""
     if "routes" not in physical.stage_memo:
         p = physical.partitions
-        candidates = df.sparkSession.range(64 * p).select(F.col("id").cast("string").cast("binary").alias("r"))
-        found = candidates.groupBy(F.pmod(F.hash("r"), F.lit(p)).alias("p")).agg(F.min("r").alias("r")).collect()
-        keys = {row.p: bytes(row.r) for row in found}
+        candidates = ", ".join(f"('{i}')" for i in range(64 * p))
+        found = df.sparkSession.sql(
+            f"SELECT r, pmod(hash(CAST(r AS BINARY)), {p}) AS p FROM VALUES {candidates} AS t(r)"
+        ).collect()
+        keys: dict[int, bytes] = {}
+        for row in sorted(found, key=lambda row: row.r):  # the least key of each partition
+            keys.setdefault(row.p, row.r.encode())
         if len(keys) < p:
             raise RuntimeError(f"no routing key found for some of {p} state partitions")
         physical.stage_memo["routes"] = [keys[i] for i in range(p)]
