@@ -62,7 +62,7 @@ def analyze(rules, physical, spark, output_memo: dict, applying) -> None:
     ``applying(rule, inputs)`` (the context a batch applies it in); raise an
     :class:`ExpressionError` for the first expression Spark cannot analyze."""
     batch = BatchContext(
-        -1, BatchPositions(empty_records(spark), 0, {}), physical, BatchOutput(memo=output_memo),
+        -1, BatchPositions(empty_records(spark), 0, {}, {}), physical, BatchOutput(memo=output_memo),
         compute_first=False, analysis=True,
     )
     frames: dict[str, Frame] = {}
