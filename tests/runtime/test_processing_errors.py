@@ -204,7 +204,7 @@ def test_a_null_group_by_key_is_a_logged_skipped_record(spark):
         pipe(driver, "orders", [("a", {"id": 1, "region": "eu"}, 10), ("b", {"id": 2, "region": None}, 11)])
         assert values_of(driver, "counts") == [("eu", 1, 10)]
         assert log_of(driver) == [
-            ("orders", 0, 1, 11, "per-region: null key: an aggregation needs a key (record skipped)", None, None),
+            ("orders", 0, 1, 11, "by-region: null key: an aggregation needs a key (record skipped)", None, None),
         ]
         assert driver.runner.failures.skipped_total == 1
 
@@ -285,6 +285,6 @@ def test_an_application_in_fail_mode_stops_and_fails_the_same_way_on_restart(tmp
     for _attempt in range(2):
         with pytest.raises(ApplicationError) as failure:
             app.run_until_caught_up()
-        assert expected in str(failure.value)
+        assert str(failure.value) == f"Application 'inverse-app' failed in batch 0: {expected}"
         assert store.consume("inverse") == []
         store, app = _inverse_app(tmp_path / "home", spark, processing_errors="fail")
