@@ -14,7 +14,8 @@ from pyspark.sql.types import DataType, StringType, StructField, StructType
 
 from ...plan.expr import Expr, ExprRef, SqlExpr
 from ..expressions import JSON_TEXT, ValueShape, callable_column, sql_column
-from ..frames import Frame, canonical_bytes
+from ..frames import Frame
+from ..keys import KeyForm, value_form
 
 PAIR_TYPE = StructType([StructField("k", StringType()), StructField("v", StringType())])
 
@@ -63,14 +64,14 @@ def callable_of(
     )
 
 
-def selected_key_bytes(expr: Expr, frame: Frame, resolve) -> Column:
-    """Canonical bytes of a key computed by ``expr`` over ``value`` (and ``key``), so it
-    meets the other table's keys whatever its integer width; a callable's result (JSON
-    text) is wrapped the same way."""
+def selected_key(expr: Expr, frame: Frame, resolve) -> tuple[Column, KeyForm]:
+    """A key computed by ``expr`` over ``value`` (and ``key``), and the form of its
+    results: a callable's are JSON text; SQL ``value`` over JSON text is that text, a
+    STRING, as in any SQL expression."""
     col, shape = value_expr(expr, frame, resolve, skip_null=True)
-    if shape.json_text and not (isinstance(expr, SqlExpr) and expr.sql.lower() == "value"):
-        return F.when(col.isNotNull() & (col != F.lit("null")), F.concat(F.lit('{"v":'), col, F.lit("}")).cast("binary"))
-    return canonical_bytes(col)
+    if shape.json_text and isinstance(expr, SqlExpr) and expr.sql.lower() == "value":
+        return col, KeyForm("typed", StringType())
+    return col, value_form(shape)
 
 
 def side_steps(results: dict[str, Callable[[], Column]]) -> list[dict[str, Column]]:

@@ -4,7 +4,6 @@ its ordering key, in a stage that keeps the join's own copy of the table
 
 from __future__ import annotations
 
-from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ....errors import CoPartitioningError
@@ -21,9 +20,10 @@ from ...frames import (
     named,
 )
 from ...kernels import stream_table
+from ...keys import Converted, JoinKeys, join_keys, key_columns, logged
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse
-from ..values import selected_key_bytes
+from ..values import selected_key
 from .joiner import Joiner
 
 
@@ -34,6 +34,7 @@ class StreamTableRule(Rule):
         super().__init__(node, physical)
         self.joiner = Joiner(node.joiner, node.kind, self.resolve, {"value": ("l", "r")})
         self.inputs = None
+        self.keys: JoinKeys | None = None
 
     @classmethod
     def stores(cls, node, physical: PhysicalPlan) -> tuple[StoreUse, ...]:
@@ -43,9 +44,11 @@ class StreamTableRule(Rule):
     def reads_every_version(cls, node) -> tuple[str, ...]:
         return (node.table,)
 
-    def lookup_key(self, stream: Frame) -> Column:
-        """The bytes of the table key a stream record looks up."""
-        return key_bytes(stream)
+    def lookup_key(self, stream: Frame, table: Frame) -> Converted:
+        """The bytes of the table key a stream record looks up: its key, converted to the
+        table's key type."""
+        self.keys = join_keys(self.node, self.physical.topology, stream, table, "key")
+        return self.keys.source_bytes(F.col("key"))
 
     def check(self) -> None:
         """ksqlDB's co-partitioning rule, when the join asks for it (``strict``)."""
@@ -66,28 +69,32 @@ class StreamTableRule(Rule):
         node = self.node
         if self.inputs is None:
             self.inputs = self._inputs(stream, table)
-        matched, stream_cols, table_cols, unmatched, decoded_cols, unmatched_cols, result = self.inputs
+        looked, log, matched, stream_cols, table_cols, unmatched, decoded_cols, unmatched_cols, result = self.inputs
+        records = logged(batch, stream.df.withColumns(looked), log)  # a key that does not convert looks nothing up
         table_rows = table.versions if table.versions is not None else table.df
-        rows = stream.df.where(matched).select(*stream_cols).unionByName(table_rows.select(*table_cols))
+        rows = records.where(matched).select(*stream_cols).unionByName(table_rows.select(*table_cols))
         looked_up = batch.persist(
             batch.stage(self.store_names).run(rows, "kb", stream_table.stream_table_join, stream_table.SCHEMA), node.name
         )
         decoded = looked_up.select(*decoded_cols)
         if node.kind == "left":
             # KIP-962: a record that looks nothing up still joins with null.
-            decoded = decoded.unionByName(stream.df.where(unmatched).select(*unmatched_cols))
+            decoded = decoded.unionByName(records.where(unmatched).select(*unmatched_cols))
         joined = self.joiner.join(decoded, stream.value, table.value)
         df = joined.where(result).select(*STREAM_COLUMNS)
         return Frame(df, "stream", stream.key_type, self.joiner.shape, key_json=stream.key_json)
 
     def _inputs(self, stream: Frame, table: Frame):
-        lookup = self.lookup_key(stream)
+        looked, log = key_columns(self.lookup_key(stream, table), "_lookup", stream, "value", self.physical, self.node.parent)
+        lookup = F.col("_lookup")
         nothing = F.lit(None).cast("binary")
         return named((
+            looked,
+            log,
             lookup.isNotNull() & F.col("value").isNotNull(),
             [lookup.alias("kb"), F.lit(stream_table.STREAM_RECORD).cast("tinyint").alias("kind"), nothing.alias("vb"),
              key_bytes(stream).alias("sk"), canonical_bytes(F.col("value")).alias("sv"), "ts", *ORDER],
-            [key_bytes(table).alias("kb"), F.lit(stream_table.TABLE_CHANGE).cast("tinyint").alias("kind"),
+            [self.keys.target_bytes(F.col("key")).alias("kb"), F.lit(stream_table.TABLE_CHANGE).cast("tinyint").alias("kind"),
              canonical_bytes(F.col("new")).alias("vb"), nothing.alias("sk"), nothing.alias("sv"), "ts", *ORDER],
             lookup.isNull() & F.col("value").isNotNull(),
             [key_from_bytes(F.col("sk"), stream).alias("key"),
@@ -103,8 +110,10 @@ class StreamGlobalTableRule(StreamTableRule):
 
     nodes = (joins.StreamGlobalTableJoin,)
 
-    def lookup_key(self, stream: Frame) -> Column:
-        return selected_key_bytes(self.node.key_selector, stream, self.resolve)
+    def lookup_key(self, stream: Frame, table: Frame) -> Converted:
+        selected, form = selected_key(self.node.key_selector, stream, self.resolve)
+        self.keys = join_keys(self.node, self.physical.topology, form, table, "selected key")
+        return self.keys.source_bytes(selected)
 
     def check(self) -> None:
         return None
