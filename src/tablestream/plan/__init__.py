@@ -34,6 +34,7 @@ from tablestream.plan.errors import (
     InvalidExpressionError,
     InvalidNameError,
     InvalidTypeError,
+    JoinTypeError,
     PlanError,
     TopologyError,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "InvalidExpressionError",
     "InvalidNameError",
     "InvalidTypeError",
+    "JoinTypeError",
     "KeyValueExpr",
     "Map",
     "MapValues",

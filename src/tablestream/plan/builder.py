@@ -13,7 +13,13 @@ from tablestream.plan import naming
 from tablestream.plan.aggregate import AggregateNode
 from tablestream.plan.base import PlanNode
 from tablestream.plan.errors import TopologyError
-from tablestream.plan.joins import ForeignKeyJoin, TableTableJoin
+from tablestream.plan.joins import (
+    ForeignKeyJoin,
+    StreamGlobalTableJoin,
+    StreamTableJoin,
+    TableTableJoin,
+)
+from tablestream.plan.keys import check_join
 from tablestream.plan.naming import NameProvider
 from tablestream.plan.sources import GlobalTableSource, StreamSource, TableSource
 from tablestream.plan.stateless import Repartition, TableFilter, TableMapValues, ToTable
@@ -69,6 +75,8 @@ class PlanBuilder:
                     "Two source nodes are subscribed to overlapping but not equal input topics"
                 )
             raise TopologyError(f"Topic {topic} has already been registered by another source.")
+        if isinstance(node, (StreamTableJoin, StreamGlobalTableJoin, TableTableJoin, ForeignKeyJoin)):
+            check_join(node, self._nodes.__getitem__)
         self._taken.update(names)
         for topic in topics:
             self._source_topics[topic] = node.name

@@ -36,3 +36,8 @@ class InvalidExpressionError(PlanError, ValueError):
 
 class ArityError(PlanError, TypeError):
     """A callable whose parameters do not fit the functional interface it is used as."""
+
+
+class JoinTypeError(PlanError, TypeError):
+    """A join whose two sides have key types that can never match (ksqlDB's "types
+    don't match")."""

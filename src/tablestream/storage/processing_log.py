@@ -4,7 +4,12 @@ ksqlDB writes a record it cannot deserialize to its processing log and goes on; 
 we. A source's records are split into the ones that decode and the ones that do not in
 :mod:`tablestream.runtime.rules.sources`; each record that does not becomes an entry
 with the columns :data:`ERROR_COLUMNS` (the reason is prefixed ``key: `` or
-``value: ``, both joined by ``; ``). :func:`processing_log_values` turns entries into
+``value: ``, both joined by ``; ``). A join adds an entry for a record whose key (or
+foreign key) does not convert to the type of the keys it looks up
+(:mod:`tablestream.runtime.keys`): the reason names the join, the key and value are the
+record's as the join saw them (a string's bytes, the JSON text of anything else), and
+topic, partition and offset are null for a row that is no source record (an
+aggregate's, a join's). :func:`processing_log_values` turns entries into
 the JSON value written to the application's processing-log topic
 (:func:`processing_log_topic`)::
 

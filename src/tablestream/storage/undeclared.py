@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from ..errors import SerializationError
 
+#: A Java regular expression (Spark's ``rlike``) that finds a character Python's
+#: ``str.isprintable`` rejects: the Unicode categories "Other" and "Separator" but the
+#: space, so Spark reads undeclared bytes as :func:`undeclared_kafka_value` does.
+NON_PRINTABLE = r"[\p{C}\p{Z}&&[^ ]]"
+
 
 def undeclared_kafka_value(data: bytes) -> str | int:
     """Read a KAFKA-format key or value whose type was not declared, as ``produce``

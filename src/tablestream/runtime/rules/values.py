@@ -11,12 +11,13 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, DataType, StringType, StructField, StructType
+from pyspark.sql.types import DataType, StringType, StructField, StructType
 
 from ...plan.expr import Expr, ExprRef, SqlExpr
-from ..expressions import JSON_TEXT, ValueShape, callable_column, sql_column
+from ..expressions import JSON_TEXT, RESULT, ValueShape, callable_column, sql_column
 from ..failures import quietly
-from ..frames import Frame, canonical_bytes
+from ..frames import Frame
+from ..keys import KeyForm, value_form
 
 PAIR_TYPE = StructType([StructField("k", StringType()), StructField("v", StringType())])
 
@@ -71,25 +72,18 @@ def callable_of(
     )
 
 
-def selected_key_bytes(expr: Expr, frame: Frame, resolve) -> Column:
-    """Canonical bytes of a key computed by ``expr`` over ``value`` (and ``key``), so it
-    meets the other table's keys whatever its integer width; a callable's result is
-    wrapped the same way, in its user function column (see
-    :func:`~tablestream.runtime.expressions.callable_column`: the caller leaves out the
-    rows where it failed with :func:`~tablestream.runtime.expressions.unguarded`)."""
-    if is_callable(expr):
-
-        def wrapped(res: Any) -> str | None:
-            return None if res is None else '{"v":' + json_of(res) + "}"
-
-        return callable_column(
-            resolve(expr), expr.arity, frame.value, BinaryType(), key_json=frame.key_json, convert=wrapped,
-            skip_null=True,
-        )
+def selected_key(expr: Expr, frame: Frame, resolve) -> tuple[Column, KeyForm]:
+    """A key computed by ``expr`` over ``value`` (and ``key``), and the form of its
+    results: a callable's are JSON text (null where it failed on the record: it is in
+    the processing log); SQL ``value`` over JSON text is that text, a
+    STRING, as in any SQL expression."""
     col, shape = value_expr(expr, frame, resolve, skip_null=True)
-    if shape.json_text and not (isinstance(expr, SqlExpr) and expr.sql.lower() == "value"):
-        return F.when(col.isNotNull() & (col != F.lit("null")), F.concat(F.lit('{"v":'), col, F.lit("}")).cast("binary"))
-    return canonical_bytes(col)
+    if is_callable(expr):
+        # A callable that fails on a record gives it no key (the failure is logged).
+        col = col.getField(RESULT)
+    if shape.json_text and isinstance(expr, SqlExpr) and expr.sql.lower() == "value":
+        return col, KeyForm("typed", StringType())
+    return col, value_form(shape)
 
 
 def side_steps(results: dict[str, Callable[[], Column]]) -> list[dict[str, Column]]:

@@ -19,7 +19,6 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from ....plan import joins
 from ...batch import BatchContext
-from ...expressions import results
 from ...frames import (
     ORDER,
     Frame,
@@ -40,9 +39,10 @@ from ...kernels.foreign_key.subscriptions import (
     ROLE_LEFT,
     SUBSCRIBE,
 )
+from ...keys import join_keys, key_columns, logged
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse
-from ..values import is_callable, selected_key_bytes, side_steps, with_sides
+from ..values import selected_key, side_steps, with_sides
 from .joiner import TableJoiner
 
 
@@ -53,9 +53,7 @@ class ForeignKeyRule(Rule):
         super().__init__(node, physical)
         self.joiner = TableJoiner(node.joiner, node.kind, self.resolve)
         self.prepared = None
-        # A left row the extractor fails on has no foreign key (the failure is in the
-        # processing log): its foreign key columns are user function columns.
-        self.guarded = ["_old_fk", "_new_fk"] if is_callable(node.foreign_key) else []
+        self.log = None  # the processing-log entries of foreign keys that do not convert
 
     @classmethod
     def stores(cls, node, physical: PhysicalPlan) -> tuple[StoreUse, ...]:
@@ -97,9 +95,10 @@ class ForeignKeyRule(Rule):
     def _shuffled(self, batch: BatchContext, left: Frame, right: Frame) -> DataFrame:
         if self.prepared is None:
             self.prepared = self._shuffled_columns(left, right)
-        steps, left_rows, left_cols, right_cols, kernel, schema, aggregates, decoded_cols, picked = self.prepared
+        steps, converted, left_rows, left_cols, right_cols, kernel, schema, aggregates, decoded_cols, picked = self.prepared
+        sided = logged(batch, with_sides(left.df, steps).withColumns(converted), self.log)
         rows = (
-            results(with_sides(left.df, steps), self.guarded).select(*left_rows).where(F.col("_r").isNotNull()).select(*left_cols)
+            sided.select(*left_rows).where(F.col("_r").isNotNull()).select(*left_cols)
             .unionByName(right.df.select(*right_cols))
         )
         # Back by left key: a changed left row meets the right rows of its old and new
@@ -109,8 +108,13 @@ class ForeignKeyRule(Rule):
         return evaluated_once(grouped, decoded_cols).select(*picked)
 
     def _shuffled_columns(self, left: Frame, right: Frame):
-        node = self.node
-        steps = side_steps({"fk": lambda: selected_key_bytes(node.foreign_key, left, self.resolve)})
+        fk, form = selected_key(self.node.foreign_key, left, self.resolve)
+        self.keys = join_keys(self.node, self.physical.topology, form, right, "foreign key")
+        steps = side_steps({"fk": lambda: fk})
+        # The old and new foreign keys as the right table's keys; why the new one is none.
+        new_fk = self.keys.source_bytes(F.col("_new_fk"))
+        converted, self.log = key_columns(new_fk, "_new_fk", left, "new", self.physical, self.node.left)
+        converted["_old_fk"] = self.keys.source_bytes(F.col("_old_fk")).bytes
         lkb = key_bytes(left)
         nothing = F.lit(None).cast("binary")
 
@@ -138,7 +142,7 @@ class ForeignKeyRule(Rule):
         left_cols = [*[F.col(f"_r.{c}").alias(c) for c in ("fkb", "kind", "vb", "unsubscribe", "l_old", "l_new")],
                      "lkb", "ts", *ORDER]
         right_cols = [
-            key_bytes(right).alias("fkb"), F.lit(RIGHT_CHANGE).cast("tinyint").alias("kind"),
+            self.keys.target_bytes(F.col("key")).alias("fkb"), F.lit(RIGHT_CHANGE).cast("tinyint").alias("kind"),
             canonical_bytes(F.col("new")).alias("vb"), F.lit(False).alias("unsubscribe"),
             nothing.alias("l_old"), nothing.alias("l_new"), nothing.alias("lkb"), "ts", *ORDER,
         ]
@@ -164,18 +168,16 @@ class ForeignKeyRule(Rule):
             *[F.when(F.col("changed"), F.col(c)).otherwise(F.col("lv")).alias(c) for c in ("l_old", "l_new")],
             "r_old", "r_new", "ts",
         ]
-        return named((steps, left_rows, left_cols, right_cols, kernel, schema, aggregates, decoded_cols, picked))
+        return named((steps, converted, left_rows, left_cols, right_cols, kernel, schema, aggregates, decoded_cols, picked))
 
     # -------------------------------------------------------------- replicated
     def _replicated(self, batch: BatchContext, left: Frame, right: Frame) -> DataFrame:
         """Left rows go to their left key's partition, right rows to every partition."""
         if self.prepared is None:
             self.prepared = self._replicated_columns(left, right)
-        bind, left_rows, right_rows, kernel, schema, columns, guarded = self.prepared
-        picked = left.df.withColumns(bind).select(*left_rows)
-        if self.guarded:
-            picked = results(picked, ["fk"])
-        rows = picked.unionByName(right.df.select(*right_rows))
+        (value, bind), left_rows, right_rows, kernel, schema, columns, guarded = self.prepared
+        bound = left.df.withColumns(value).withColumns(bind)
+        rows = logged(batch, bound, self.log).select(*left_rows).unionByName(right.df.select(*right_rows))
         changes = batch.persist(
             batch.stage(self.store_names).run(rows, "route", kernel, schema, key_places_only=True), self.node.name
         )
@@ -187,10 +189,13 @@ class ForeignKeyRule(Rule):
         lkb = key_bytes(left)
         routes = [F.lit(bytearray(r)) for r in _routes(self.physical, left.df)]
         common = [canonical_bytes(F.col("new")).alias("vb"), "ts", *ORDER]
+        fk, form = selected_key(self.node.foreign_key, left, self.resolve)
+        self.keys = join_keys(self.node, self.physical.topology, form, right, "foreign key")
+        bind, self.log = key_columns(self.keys.source_bytes(fk), "_new_fk", left, "new", self.physical, self.node.left)
         left_rows = [lkb.alias("route"), F.lit(replicated.LEFT_ROW).cast("tinyint").alias("side"), lkb.alias("kb"),
-                     selected_key_bytes(self.node.foreign_key, left, self.resolve).alias("fk"), *common]
+                     F.col("_new_fk").alias("fk"), *common]
         right_rows = [F.explode(F.array(*routes)).alias("route"), F.lit(replicated.RIGHT_ROW).cast("tinyint").alias("side"),
-                      key_bytes(right).alias("kb"), F.lit(None).cast("binary").alias("fk"), *common]
+                      self.keys.target_bytes(F.col("key")).alias("kb"), F.lit(None).cast("binary").alias("fk"), *common]
         kernel, schema, decoded_out, decoded_key = self._kernel(
             left, right, replicated.replicated_foreign_key_join, replicated.schema, decode_key=True
         )
@@ -201,7 +206,7 @@ class ForeignKeyRule(Rule):
             "ts",
         ]
         guarded = not (decoded_key and all(decoded_out))
-        return named(({"value": F.col("new")}, left_rows, right_rows, kernel, schema, columns, guarded))
+        return named((({"value": F.col("new")}, bind), left_rows, right_rows, kernel, schema, columns, guarded))
 
 
 def _routes(physical: PhysicalPlan, df: DataFrame) -> list[bytes]:

@@ -10,7 +10,6 @@ from pyspark.sql import functions as F
 from ....errors import CoPartitioningError
 from ....plan import joins
 from ...batch import BatchContext
-from ...expressions import unguarded
 from ...frames import (
     ORDER,
     STREAM_COLUMNS,
@@ -22,9 +21,10 @@ from ...frames import (
     named,
 )
 from ...kernels import stream_table
+from ...keys import Converted, JoinKeys, join_keys, key_columns, logged
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse
-from ..values import is_callable, selected_key_bytes
+from ..values import selected_key
 from .joiner import Joiner
 
 
@@ -35,6 +35,7 @@ class StreamTableRule(Rule):
         super().__init__(node, physical)
         self.joiner = Joiner(node.joiner, node.kind, self.resolve, {"value": ("l", "r")})
         self.inputs = None
+        self.keys: JoinKeys | None = None
 
     @classmethod
     def stores(cls, node, physical: PhysicalPlan) -> tuple[StoreUse, ...]:
@@ -44,12 +45,16 @@ class StreamTableRule(Rule):
     def reads_every_version(cls, node) -> tuple[str, ...]:
         return (node.table,)
 
-    #: ``["_lk"]`` when :meth:`lookup_key` is a user function column.
-    guarded: tuple[str, ...] = ()
+    def null_key(self) -> Column:
+        """Whether a stream record has no key to look up (a key that does not convert to
+        the table's key type is logged as such, not as a null key)."""
+        return F.col("key").isNull()
 
-    def lookup_key(self, stream: Frame) -> Column:
-        """The bytes of the table key a stream record looks up."""
-        return key_bytes(stream)
+    def lookup_key(self, stream: Frame, table: Frame) -> Converted:
+        """The bytes of the table key a stream record looks up: its key, converted to the
+        table's key type."""
+        self.keys = join_keys(self.node, self.physical.topology, stream, table, "key")
+        return self.keys.source_bytes(F.col("key"))
 
     def check(self) -> None:
         """ksqlDB's co-partitioning rule, when the join asks for it (``strict``)."""
@@ -70,11 +75,9 @@ class StreamTableRule(Rule):
         node = self.node
         if self.inputs is None:
             self.inputs = self._inputs(stream, table)
-        matched, stream_cols, table_cols, unmatched, decoded_cols, unmatched_cols, result = self.inputs
+        looked, log, matched, stream_cols, table_cols, unmatched, decoded_cols, unmatched_cols, result = self.inputs
+        records = logged(batch, stream.df.withColumns(looked), log)  # a key that does not convert looks nothing up
         table_rows = table.versions if table.versions is not None else table.df
-        # The looked-up key, computed once per record (a key selector that fails on a
-        # record leaves it out: it is in the processing log).
-        records = unguarded(stream.df.withColumn("_lk", self.lookup_key(stream)), self.guarded)
         rows = records.where(matched).select(*stream_cols).unionByName(table_rows.select(*table_cols))
         stage = batch.stage(self.store_names).run(
             rows, "kb", stream_table.stream_table_join, stream_table.SCHEMA, skipped="_skip"
@@ -89,19 +92,22 @@ class StreamTableRule(Rule):
         return Frame(df, "stream", stream.key_type, self.joiner.shape, key_json=stream.key_json)
 
     def _inputs(self, stream: Frame, table: Frame):
-        lookup = F.col("_lk")
+        looked, log = key_columns(self.lookup_key(stream, table), "_lookup", stream, "value", self.physical, self.node.parent)
+        lookup = F.col("_lookup")
         nothing = F.lit(None).cast("binary")
         # Records the join drops, as Kafka Streams does: a null value, and a null key in
         # an inner join (a left join joins it with null, KIP-962). They go through the
         # stage, which reports them as skipped records.
         skip = F.when(F.col("value").isNull(), F.lit("null value: a stream-table join skips it (record skipped)"))
         if self.node.kind != "left":
-            skip = skip.when(lookup.isNull(), F.lit("null join key: an inner join skips it (record skipped)"))
+            skip = skip.when(self.null_key(), F.lit("null join key: an inner join skips it (record skipped)"))
         return named((
-            lookup.isNotNull() | F.col("value").isNull() | F.lit(self.node.kind != "left"),
+            looked,
+            log,
+            (lookup.isNotNull() & F.col("value").isNotNull()) | skip.isNotNull(),
             [skip.alias("_skip"), lookup.alias("kb"), F.lit(stream_table.STREAM_RECORD).cast("tinyint").alias("kind"), nothing.alias("vb"),
              key_bytes(stream).alias("sk"), canonical_bytes(F.col("value")).alias("sv"), "ts", *ORDER],
-            [F.lit(None).cast("string").alias("_skip"), key_bytes(table).alias("kb"), F.lit(stream_table.TABLE_CHANGE).cast("tinyint").alias("kind"),
+            [F.lit(None).cast("string").alias("_skip"), self.keys.target_bytes(F.col("key")).alias("kb"), F.lit(stream_table.TABLE_CHANGE).cast("tinyint").alias("kind"),
              canonical_bytes(F.col("new")).alias("vb"), nothing.alias("sk"), nothing.alias("sv"), "ts", *ORDER],
             lookup.isNull() & F.col("value").isNotNull(),
             [key_from_bytes(F.col("sk"), stream).alias("key"),
@@ -117,12 +123,15 @@ class StreamGlobalTableRule(StreamTableRule):
 
     nodes = (joins.StreamGlobalTableJoin,)
 
-    def __init__(self, node, physical: PhysicalPlan):
-        super().__init__(node, physical)
-        self.guarded = ("_lk",) if is_callable(node.key_selector) else ()
+    def null_key(self) -> Column:
+        # A selected key that is null (or whose selector failed, logged as such) looks
+        # nothing up: an inner join drops the record without another entry.
+        return F.lit(False)
 
-    def lookup_key(self, stream: Frame) -> Column:
-        return selected_key_bytes(self.node.key_selector, stream, self.resolve)
+    def lookup_key(self, stream: Frame, table: Frame) -> Converted:
+        selected, form = selected_key(self.node.key_selector, stream, self.resolve)
+        self.keys = join_keys(self.node, self.physical.topology, form, table, "selected key")
+        return self.keys.source_bytes(selected)
 
     def check(self) -> None:
         return None

@@ -15,10 +15,10 @@ from ...frames import (
     evaluated_once,
     from_canonical,
     key_bytes,
-    key_from_bytes,
     named,
 )
 from ...kernels import table_join
+from ...keys import canonical_text, join_keys, key_columns, logged, record_bytes
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse
 from .joiner import TableJoiner
@@ -38,27 +38,59 @@ class TableTableRule(Rule):
 
     def apply(self, batch: BatchContext, left: Frame, right: Frame) -> Frame:
         if self.inputs is None:
-            self.inputs = named((
-                *[
-                    [key_bytes(frame).alias("kb"), F.lit(side).cast("tinyint").alias("side"),
-                     canonical_bytes(F.col("new")).alias("vb"), "ts", *ORDER]
-                    for side, frame in ((0, left), (1, right))
-                ],
-                [
-                    key_from_bytes(F.col("kb"), left).alias("key"),
-                    *[from_canonical(F.col(f"{s}_{w}"), shape.dtype).alias(f"{s}_{w}")
-                      for s, shape in (("l", left.value), ("r", right.value)) for w in ("old", "new")],
-                    F.greatest("change_ts", "l_new_ts", "r_new_ts").alias("ts"),
-                ],
-            ))
-        left_in, right_in, decoded_cols = self.inputs
-        rows = left.df.select(*left_in).unionByName(right.df.select(*right_in))
-        changes = batch.persist(
-            batch.stage(self.store_names).run(rows, "kb", table_join.table_join, table_join.SCHEMA), self.node.name
-        )
+            self.inputs = self._inputs(left, right)
+        keyed, log, left_in, right_in, decoded_cols, keyless, lost = self.inputs
+        left_rows = logged(batch, left.df.withColumns(keyed), log)  # a key that does not convert keeps its row apart
+        rows = left_rows.select(*left_in).unionByName(right.df.select(*right_in))
+        stage = batch.stage(self.store_names).run(rows, "kb", table_join.table_join, table_join.SCHEMA)
+        if lost is None:
+            changes = batch.persist(stage, self.node.name)
+        else:
+            # A right key no left key can equal has no outer result: logged, not emitted.
+            changes = batch.persist(stage)
+            present, columns = lost
+            batch.output.errors.append(changes.where(present).select(*columns))
         decoded = evaluated_once(changes, decoded_cols)
+        if keyless:
+            decoded = decoded.where(F.col("key").isNotNull())  # a right key alone, of no left key
         df = self.joiner.changes(decoded, left.value, right.value)
         frame = Frame(df, "table", left.key_type, self.joiner.shape, key_json=left.key_json, positioned=False)
         if self.node.queryable:
             batch.materialize(self.node.store, frame)
         return frame
+
+    def _inputs(self, left: Frame, right: Frame):
+        keys = join_keys(self.node, self.physical.topology, left, right, "key")
+        converted = keys.source_or_own(F.col("key"), key_bytes(left))
+        keyed, log = key_columns(converted, "_kb", left, "new", self.physical, self.node.left)
+        key = keys.back(F.col("kb"), left)
+        lost = None
+        if self.node.kind == "outer" and not keys.same:
+            # The result key of a right row alone is its key as a left key.
+            alone = F.col("kb").isNotNull() & key.isNull() & (F.col("r_old").isNotNull() | F.col("r_new").isNotNull())
+            lost = (alone, [
+                *[F.lit(None).cast(t).alias(c) for c, t in (("topic", "string"), ("partition", "int"), ("offset", "bigint"))],
+                F.coalesce("change_ts", "r_new_ts", "r_old_ts").alias("timestamp"),
+                keys.back_reason(F.col("kb")).alias("error"),
+                canonical_text(F.col("kb")).cast("binary").alias("key"),
+                record_bytes(
+                    from_canonical(F.coalesce("r_new", "r_old"), right.value.dtype), right.value.dtype,
+                    json=right.value.json_text,
+                ).alias("value"),
+            ])
+        return named((
+            keyed,
+            log,
+            [F.col("_kb").alias("kb"), F.lit(0).cast("tinyint").alias("side"), canonical_bytes(F.col("new")).alias("vb"),
+             "ts", *ORDER],
+            [keys.target_bytes(F.col("key")).alias("kb"), F.lit(1).cast("tinyint").alias("side"),
+             canonical_bytes(F.col("new")).alias("vb"), "ts", *ORDER],
+            [
+                key.alias("key"),
+                *[from_canonical(F.col(f"{s}_{w}"), shape.dtype).alias(f"{s}_{w}")
+                  for s, shape in (("l", left.value), ("r", right.value)) for w in ("old", "new")],
+                F.greatest("change_ts", "l_new_ts", "r_new_ts").alias("ts"),
+            ],
+            not keys.same,
+            lost,
+        ))
