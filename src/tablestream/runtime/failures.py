@@ -8,7 +8,8 @@ ksqlDB's processing log:
   predicate's ``"no"``). A stream record leaves the operator's output; a table row is
   absent from the operator's result table, as a row a filter leaves out (a change
   whose new row fails deletes the key's earlier result; one whose old row failed
-  inserts it), and a foreign-key extractor that fails gives no foreign key; with
+  inserts it), and a foreign-key extractor or a global table's key selector that fails
+  gives no key to look up; with
   ``processing_errors="log_and_continue"`` (the default) it is written to the
   processing log with the operator's name, the exception and the record's position,
   and the batch goes on; with ``"fail"`` the batch fails with one line naming the
