@@ -10,9 +10,6 @@ from tablestream.plan.builder import PlanBuilder
 from tablestream.plan.errors import InvalidArgumentError, InvalidNameError, InvalidTypeError
 from tablestream.plan.naming import validate_name
 from tablestream.schema import parse_schema_or_type
-from tablestream.storage.formats import FORMATS as READABLE_FORMATS
-from tablestream.storage.formats import get_format
-from tablestream.storage.formats.spark_types import ksql_type_name
 
 
 class PlanFacade:
@@ -96,6 +93,8 @@ def schema_text(schema: Any, method: str, what: str) -> str | None:
             raise SchemaError(f"{method}: {what}: {error}") from None
         return schema
     if _is_spark_type(schema, "StructType"):
+        from tablestream.storage.formats.spark_types import ksql_type_name
+
         return ", ".join(f"{f.name} {ksql_type_name(f.dataType)}" for f in schema.fields)
     raise InvalidTypeError(
         f"{method}: {what} must be a ksqlDB column list (str) or a pyspark StructType, "
@@ -105,7 +104,11 @@ def schema_text(schema: Any, method: str, what: str) -> str | None:
 
 def check_source_format(fmt: str, schema: str | None, method: str, what: str) -> None:
     """A source's format must be one the runtime reads, with the schema it needs (AVRO
-    and DELIMITED need one; KAFKA holds a single primitive)."""
+    and DELIMITED need one; KAFKA holds a single primitive). The formats are asked
+    here, not when the DSL is imported (it imports neither storage nor Spark)."""
+    from tablestream.storage.formats import FORMATS as READABLE_FORMATS
+    from tablestream.storage.formats import get_format
+
     if fmt not in READABLE_FORMATS:
         raise InvalidArgumentError(
             f"{method}: {what} {fmt} cannot be read yet; readable formats are "
