@@ -134,11 +134,6 @@ def arrow_values(values: list[Any], dtype: DataType) -> pa.Array:
 RESULT, FAILED = "_result", "_failed"
 
 
-def is_guarded(dtype: DataType) -> bool:
-    """Whether a column of this type is a user function's (see :func:`guarded_type`)."""
-    return isinstance(dtype, StructType) and dtype.names == [RESULT, FAILED]
-
-
 #: The positions a user function's failure is reported with (the ordering key's).
 POSITION_COLUMNS = ("o_src", "o_part", "o_off", "o_idx", "ts")
 
@@ -249,12 +244,6 @@ def results(df, names):
     if not names:
         return df
     return df.withColumns({name: guarded_result(name) for name in names})
-
-
-def guarded_names(df, names) -> list[str]:
-    """Those of ``names`` that are user function columns of ``df``."""
-    schema = df.schema
-    return [n for n in names if n in schema.names and is_guarded(schema[n].dataType)]
 
 
 def as_bool(result: Any) -> bool | None:
