@@ -120,9 +120,9 @@ def test_a_spark_column_of_another_type_is_refused_before_the_first_batch(spark)
     orders = builder.table("orders", value_schema="product STRING")
     products = builder.table("products", key_schema="BIGINT")
     orders.join(products, "right", foreign_key=F.col("value.product")).to_stream().to("out")
-    with TestDriver(builder.build(), spark=spark) as driver:
-        with pytest.raises(JoinTypeError) as error:
-            driver.create_input_topic("orders").pipe_input("a", {"product": "3"})
+    # Spark knows the Column's type when the driver analyzes the topology.
+    with pytest.raises(JoinTypeError) as error:
+        TestDriver(builder.build(), spark=spark)
     assert str(error.value) == (
         "Invalid join condition: types don't match. Got orders.Column<'value.product'>{STRING} = "
         "products.KEY{BIGINT}. Declare the key_schema and value_schema the records are written with, "
