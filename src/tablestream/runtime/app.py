@@ -29,7 +29,6 @@ from ..storage.embedded import EmbeddedStore
 from ..storage.processing_log import processing_log_topic, processing_log_values
 from ..storage.tables import DeltaTables, MaterializedTables, transaction_app
 from ..storage.topic import TopicConfig
-from .batch import BatchOutput
 from .commit import commit_batch
 from .failure_text import failure_line
 from .failures import ProcessingSettings
@@ -217,11 +216,7 @@ class Application:
         self._after_reset()
         self._batch, self._failure = batch_id, None
         try:
-            out = self.runner.run(records, batch_id)
-            try:
-                self._commit(out, batch_id)
-            finally:
-                out.release()
+            commit_batch(self.runner.process(records, batch_id), self._sink, batch_id)
         except BaseException as error:
             self._failure = error  # the query's own exception holds only its text
             raise
@@ -230,9 +225,6 @@ class Application:
         if self.progress is not None:
             seconds = time.perf_counter() - started
             self.progress(BatchProgress(self.application_id, batch_id, positions.count, seconds, self.lag()))
-
-    def _commit(self, out: BatchOutput, batch_id: int) -> None:
-        commit_batch(self.runner.collect(out), self._sink, batch_id)
 
     def _stream(self):
         options = {}

@@ -9,6 +9,12 @@ The same expression is evaluated against a table's old and new rows by pointing
 A callable gets plain Python values (a struct or a JSON object as a dict, JSON arrays as
 lists, a tombstone as None) and returns plain values. Without a declared output type its
 result is kept as JSON text; the next callable receives it parsed again.
+
+A callable's column is a *user function column* (:func:`guarded_type`): its result and
+whether it failed on the row, reported to the processing log. In a careful run of a
+batch (:func:`~tablestream.runtime.failures.carefully`) a SQL expression that can raise
+is one too: its non-raising form and a Spark column giving why the strict form would
+raise (:mod:`tablestream.runtime.careful`); otherwise SQL is evaluated as it is.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from sqlglot import exp
 from ..errors import TablestreamError
 from ..plan.expr import Expr, SqlExpr
 from ..storage.formats.spark_types import ksql_type_name
-from .failures import ERROR, current_reporter, failure_reason
+from .careful import CarefulForm, careful_form
+from .failures import ERROR, current_reporter, failure_reason, is_careful
 
 
 class ExpressionError(TablestreamError, ValueError):
@@ -86,11 +93,24 @@ class ValueShape:
 JSON_TEXT = ValueShape(StringType(), json_text=True)
 
 
-def sql_column(expr: SqlExpr, shape: ValueShape, *, key: str = "key", value: str = "value", ts: str = "ts") -> Column:
+def careful_sql(expr: SqlExpr) -> CarefulForm | None:
+    """In a careful run, the careful form of a SQL expression that can raise at run time
+    (its column is then a user function column); None otherwise."""
+    return careful_form(expr.sql) if is_careful() else None
+
+
+def sql_column(
+    expr: SqlExpr, shape: ValueShape, *, key: str = "key", value: str = "value", ts: str = "ts",
+    quiet: Column | None = None, result: Callable[[Column], Column] = lambda col: col,
+) -> Column:
     """The Spark Column of a SQL expression over a frame whose key, value and timestamp
-    columns are called ``key``, ``value`` and ``ts``."""
+    columns are called ``key``, ``value`` and ``ts``, made ``result`` of it.
+
+    In a careful run, for an expression that can raise (:func:`careful_sql`), a user
+    function column (its result is ``result`` of the non-raising form) whose failed rows
+    are reported with that key and value, except where ``quiet`` holds (their failure is
+    reported elsewhere)."""
     fields = {f.lower(): f for f in shape.fields}
-    tree = sqlglot.parse_one(expr.sql, dialect="spark")
 
     def rewrite(node: exp.Expression) -> exp.Expression:
         if not isinstance(node, exp.Column) or node.table:
@@ -108,12 +128,18 @@ def sql_column(expr: SqlExpr, shape: ValueShape, *, key: str = "key", value: str
         available = ", ".join(["key", "value", "rowtime", *shape.fields])
         raise ExpressionError(f"{describe(expr)}: unknown column '{name}' (columns: {available})")
 
-    rewritten = tree.transform(rewrite)
-    # A dotted reference such as value.amount parses as a column with a table part.
-    for column in list(rewritten.find_all(exp.Column)):
-        if column.table and column.table.lower() == "value":
-            column.set("table", exp.to_identifier(value))
-    return _spark_expr(rewritten.sql(dialect="spark"), expr)
+    def bind(tree: exp.Expression) -> Column:
+        rewritten = tree.transform(rewrite)
+        # A dotted reference such as value.amount parses as a column with a table part.
+        for column in list(rewritten.find_all(exp.Column)):
+            if column.table and column.table.lower() == "value":
+                column.set("table", exp.to_identifier(value))
+        return _spark_expr(rewritten.sql(dialect="spark"), expr)
+
+    form = careful_sql(expr)
+    if form is None:
+        return result(bind(sqlglot.parse_one(expr.sql, dialect="spark")))
+    return careful_column(result(bind(form.value)), bind(form.reason), F.col(key), F.col(value), quiet=quiet)
 
 
 def to_python(value: Any, shape: ValueShape) -> Any:
@@ -170,11 +196,50 @@ def _guarded_udf(
             [arrow_values(out, result), pa.array(failed, pa.bool_())], fields=list(_arrow_fields(result))
         )
 
+    return arrow_udf(run, guarded_type(result)).asNondeterministic()(*columns, *_positions(positioned))
+
+
+def _positions(positioned: bool) -> list[Column]:
+    """The columns a failure is reported with (see :data:`POSITION_COLUMNS`)."""
     if positioned:
-        positions = [F.col(c) for c in POSITION_COLUMNS]
-    else:  # rows without an ordering key (a join's results): the timestamp only
-        positions = [F.lit(None).cast(t) for t in ("int", "int", "long", "int")] + [F.col("ts")]
-    return arrow_udf(run, guarded_type(result)).asNondeterministic()(*columns, *positions)
+        return [F.col(c) for c in POSITION_COLUMNS]
+    # Rows without an ordering key (a join's results): the timestamp only.
+    return [F.lit(None).cast(t) for t in ("int", "int", "long", "int")] + [F.col("ts")]
+
+
+def careful_column(
+    result: Column, reason: Column, key: Column, value: Column, *, quiet: Column | None = None,
+    positioned: bool | None = None,
+) -> Column:
+    """A SQL expression's user function column in a careful run: its non-raising
+    ``result``, failed (and null) where ``reason`` (why the strict form raises) is not
+    null. An Arrow UDF reports the failed rows, with ``key``, ``value`` and their
+    positions, to the operator being built (unless ``quiet``); it is nondeterministic so
+    that Spark runs it once per row. ``positioned``: the rows have the ordering key's
+    columns (by default, as the operator's inputs do)."""
+    import pyarrow.compute as pc
+    from pyspark.sql.functions import arrow_udf
+
+    reporter = current_reporter()
+    if positioned is None:
+        positioned = reporter.positioned
+
+    def run(reasons: pa.Array, loud: pa.Array, keys: pa.Array, values: pa.Array, *positions: pa.Array) -> pa.Array:
+        failed = pc.is_valid(reasons)
+        reported = pc.and_(failed, loud)
+        if pc.any(reported).as_py():
+            rows = zip(*[a.filter(reported).to_pylist() for a in (reasons, keys, values, *positions)], strict=True)
+            reporter.report([reporter.entry(ERROR, why, k, v, tuple(at)) for why, k, v, *at in rows])
+        return failed
+
+    failing = reason.isNotNull()
+    loud = F.lit(True) if quiet is None else F.coalesce(~quiet, F.lit(True))
+    # Only a failed row's key and value cross to Python.
+    failed = arrow_udf(run, BooleanType()).asNondeterministic()(
+        reason, loud, F.when(failing, key), F.when(failing, value), *_positions(positioned)
+    )
+    # Null where it failed, as a user function's result (a struct result may not be).
+    return F.struct(F.when(~failing, result).alias(RESULT), failed.alias(FAILED))
 
 
 def _arrow_fields(result: DataType):
@@ -278,6 +343,8 @@ def predicate_column(
     is not BOOLEAN), or for a Python callable its user function column (see
     :func:`callable_column`): a result that is not a bool is a failure of the record."""
     if isinstance(expr, SqlExpr):
+        if careful_sql(expr) is not None:
+            return sql_column(expr, shape, key=key, value=value, ts=ts, result=lambda col: col.cast("boolean"))
         col = sql_column(expr, shape, key=key, value=value, ts=ts)
     elif expr.kind == "column":
         col = resolve(expr)
@@ -304,11 +371,14 @@ def check_predicate(expr: Expr, df: DataFrame, shape: ValueShape, resolve) -> No
         raise ExpressionError(f"{what} is {ksql_type_name(dtype)}, not BOOLEAN")
 
 
-def joiner_sql_column(expr: SqlExpr, left: str = "_jl", right: str = "_jr") -> Column:
+def joiner_sql_column(
+    expr: SqlExpr, left: str = "_jl", right: str = "_jr", *, present: str = "_jp", positioned: bool = True
+) -> Column:
     """A joiner's SQL over the two values: ``left`` and ``right`` (and their fields,
-    ``left.amount``) become the columns ``left`` and ``right`` name."""
+    ``left.amount``) become the columns ``left`` and ``right`` name. In a careful run,
+    for a joiner that can raise, a user function column (see :func:`careful_column`)
+    failing only where the boolean column ``present`` holds (a join result exists)."""
     names = {"left": left, "right": right}
-    tree = sqlglot.parse_one(expr.sql, dialect="spark")
 
     def rewrite(node: exp.Expression) -> exp.Expression:
         if not isinstance(node, exp.Column):
@@ -328,7 +398,14 @@ def joiner_sql_column(expr: SqlExpr, left: str = "_jl", right: str = "_jr") -> C
             )
         return exp.column(names[side])
 
-    return _spark_expr(tree.transform(rewrite).sql(dialect="spark"), expr)
+    def bind(tree: exp.Expression) -> Column:
+        return _spark_expr(tree.transform(rewrite).sql(dialect="spark"), expr)
+
+    form = careful_sql(expr)
+    if form is None:
+        return bind(sqlglot.parse_one(expr.sql, dialect="spark"))
+    reason = F.when(F.col(present), bind(form.reason))
+    return careful_column(bind(form.value), reason, F.col("key"), F.col(left), positioned=positioned)
 
 
 def joiner_callable_column(

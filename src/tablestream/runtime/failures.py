@@ -5,7 +5,8 @@ ksqlDB's processing log:
 
 - a **processing error**: a user function (predicate, mapper, joiner, key selector,
   extractor, action) raised on a record, or returned what the operator cannot use (a
-  predicate's ``"no"``). A stream record leaves the operator's output; a table row is
+  predicate's ``"no"``), or a SQL expression raised on it (found by a careful run of
+  the batch, :mod:`tablestream.runtime.careful`). A stream record leaves the operator's output; a table row is
   absent from the operator's result table, as a row a filter leaves out (a change
   whose new row fails deletes the key's earlier result; one whose old row failed
   inserts it), and a foreign-key extractor or a global table's key selector that fails
@@ -140,6 +141,26 @@ def quietly() -> Iterator[None]:
     reporter = current_reporter()
     with operating(dataclasses.replace(reporter, quiet=True)):
         yield
+
+
+_careful: contextvars.ContextVar[bool] = contextvars.ContextVar("tablestream_careful", default=False)
+
+
+@contextlib.contextmanager
+def carefully(careful: bool = True) -> Iterator[None]:
+    """While the rules of a careful run are applied (``careful``): every SQL expression
+    that can raise at run time is built as a user function column (see
+    :mod:`tablestream.runtime.careful`)."""
+    token = _careful.set(careful)
+    try:
+        yield
+    finally:
+        _careful.reset(token)
+
+
+def is_careful() -> bool:
+    """Whether the rules being applied are a careful run's (see :func:`carefully`)."""
+    return _careful.get()
 
 
 def current_reporter() -> Reporter:

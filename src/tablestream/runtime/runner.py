@@ -7,9 +7,18 @@ of every materialized table and the processing-log entries. Rules are DataFrame
 operations; per-key state is read and written by store stages
 (:mod:`tablestream.runtime.stage`) running the task kernels
 (:mod:`tablestream.runtime.kernels`), each once per batch.
+
+SQL runs strict (Spark's ANSI mode). A batch whose job fails on a value (a cast of bad
+text, a division by zero: a Spark error of SQLSTATE class 22) is run again carefully:
+the same batch id through a second set of the rules, built on first use, in which each
+SQL expression that can raise reports the records it fails on instead
+(:mod:`tablestream.runtime.careful`). The stores read a replayed batch as they were
+before it, so the careful run sees what the failed one saw.
 """
 
 from __future__ import annotations
+
+import logging
 
 from pyspark.sql import Column, DataFrame
 
@@ -17,7 +26,7 @@ from ..errors import SchemaError
 from ..plan.topology import Topology
 from .analysis import analyze
 from .batch import BatchContext, BatchOutput
-from .failures import FailureLog, ProcessingSettings, operating
+from .failures import FailureLog, ProcessingSettings, carefully, operating
 from .frames import Frame
 from .output import CollectedBatch, collect_batch
 from .physical import PhysicalPlan
@@ -30,6 +39,8 @@ from .state import StoreLayout
 # their own first (see BatchContext.persist), and after which the next batch's tasks
 # sum up its positions.
 _COMPUTE_FIRST = 50_000
+
+_LOG = logging.getLogger(__name__)
 
 
 class BatchRunner:
@@ -61,11 +72,15 @@ class BatchRunner:
         spark = spark or get_spark()
         self.topology = topology
         self.physical = PhysicalPlan(topology, layout, partitions, topic_partitions, rule_for)
-        self.rules = [(node, _rule(node, self.physical)) for node in topology.nodes]
+        self.rules = self._build_rules()
+        self._careful_rules: list | None = None  # built at the first careful run
         self.failures = FailureLog(spark, self.physical.topics, settings or ProcessingSettings())
         self._reporters = {}
         self._checks: dict[str, Column] | None = None
         self._output_memo: dict = {}
+        self._careful_memo: dict = {}
+        #: Batches run carefully (see :meth:`process`) since the runner was built.
+        self.careful_runs = 0
         # The last batch's positions: its record count, where it ends in each partition.
         self.last_positions: BatchPositions | None = None
         analyze(self.rules, self.physical, spark, self._output_memo, self._operating)
@@ -81,26 +96,66 @@ class BatchRunner:
             self._checks = {node.name: rule.check() for node, rule in self.rules if isinstance(rule, SourceRule)}
         return self._checks
 
-    def run(self, records: DataFrame, batch_id: int) -> BatchOutput:
-        """Compute one batch. ``records`` has the normalized topic columns."""
+    def _build_rules(self) -> list:
+        return [(node, _rule(node, self.physical)) for node in self.topology.nodes]
+
+    def process(self, records: DataFrame, batch_id: int) -> CollectedBatch:
+        """Compute one batch and collect everything it writes (see :meth:`run` and
+        :meth:`collect`). When a Spark job of the batch fails on a value (SQLSTATE class
+        22: a SQL expression raised on a record), the batch is run again carefully: the
+        records the SQL fails on go to the processing log (or, with
+        ``processing_errors="fail"``, fail the batch with one line naming one); a
+        failure a careful run cannot catch is raised as it is."""
+        try:
+            return self._process(records, batch_id, careful=False)
+        except Exception as error:
+            if not is_data_error(error):
+                raise
+            _LOG.warning(
+                "Batch %d failed on a value (%s); running it again carefully to find the records",
+                batch_id, str(error).splitlines()[0],
+            )
+        self.careful_runs += 1
+        return self._process(records, batch_id, careful=True)
+
+    def _process(self, records: DataFrame, batch_id: int, *, careful: bool) -> CollectedBatch:
+        out = self.run(records, batch_id, careful=careful)
+        try:
+            return self.collect(out)
+        finally:
+            out.release()
+
+    def run(self, records: DataFrame, batch_id: int, *, careful: bool = False) -> BatchOutput:
+        """Compute one batch. ``records`` has the normalized topic columns. ``careful``:
+        with the careful rules (see the module's docstring)."""
         # A batch's tasks sum up its positions when the batch before was large (or this
         # is the first): catch-up batches repay that Python stage, small ones not.
         last = self.last_positions
         summarize = last is None or last.count >= _COMPUTE_FIRST
         positions = read_positions(records, self.source_checks(), summarize=summarize)
         self.last_positions = positions
+        if careful and self._careful_rules is None:
+            with carefully():
+                self._careful_rules = self._build_rules()
+        rules = self._careful_rules if careful else self.rules
         batch = BatchContext(
-            batch_id, positions, self.physical, BatchOutput(memo=self._output_memo),
+            batch_id, positions, self.physical,
+            BatchOutput(memo=self._careful_memo if careful else self._output_memo),
             compute_first=positions.count >= _COMPUTE_FIRST,
         )
         self.failures.reset()
         frames: dict[str, Frame] = {}
-        for node, rule in self.rules:
-            inputs = [frames[p] for p in node.parents]
-            with self._operating(rule, inputs):
-                result = rule.apply(batch, *inputs)
-            if result is not None:
-                frames[node.name] = result
+        try:
+            with carefully(careful):
+                for node, rule in rules:
+                    inputs = [frames[p] for p in node.parents]
+                    with self._operating(rule, inputs):
+                        result = rule.apply(batch, *inputs)
+                    if result is not None:
+                        frames[node.name] = result
+        except BaseException:
+            batch.output.release()  # a job of its own (a large batch's stage) failed
+            raise
         return batch.output
 
     def _reporter(self, rule, inputs: list[Frame]):
@@ -133,3 +188,13 @@ def _rule(node, physical: PhysicalPlan):
         return rule_for(node)(node, physical)
     except SchemaError as error:
         raise SchemaError(f"{node.name}: {error}") from None
+
+
+def is_data_error(error: BaseException) -> bool:
+    """Whether a Spark error was raised by a value a job computed on (SQLSTATE class 22,
+    data exception: ``CAST_INVALID_INPUT``, ``DIVIDE_BY_ZERO``, ``ARITHMETIC_OVERFLOW``,
+    ...)."""
+    from pyspark.errors import PySparkException
+
+    state = error.getSqlState() if isinstance(error, PySparkException) else None
+    return bool(state) and state.startswith("22")

@@ -183,11 +183,7 @@ class TestDriver:
         records = pa.Table.from_pylist(self._pending, schema=_INPUT_SCHEMA)
         self._pending = []
         frame = self.spark.createDataFrame(records)
-        out = self.runner.run(frame, self.batch_id)
-        try:
-            commit_batch(self.runner.collect(out), self._sink, self.batch_id)
-        finally:
-            out.release()
+        commit_batch(self.runner.process(frame, self.batch_id), self._sink, self.batch_id)
         self.batch_id += 1
 
     def take_output(self, topic: str) -> list[tuple[bytes | None, bytes | None, int]]:

@@ -24,7 +24,7 @@ from ..expressions import (
 from ..failures import ERROR, current_reporter, failure_reason
 from ..frames import ORDER, Frame, json_text
 from .base import Rule
-from .values import PAIR_TYPE, callable_of, is_callable, value_expr
+from .values import PAIR_TYPE, callable_of, is_guarded_expr, value_expr
 
 
 def predicates(exprs, frame: Frame, resolve) -> tuple[dict[str, Column], list[Column], Column]:
@@ -34,7 +34,7 @@ def predicates(exprs, frame: Frame, resolve) -> tuple[dict[str, Column], list[Co
     for i, expr in enumerate(exprs):
         name = f"_p{i}"
         steps[name] = predicate_column(expr, frame.value, resolve, key_json=frame.key_json)
-        if is_callable(expr):
+        if is_guarded_expr(expr):
             holds.append(F.coalesce(guarded_result(name), F.lit(False)))
             failed = failed | guarded_failed(name)
         else:
@@ -89,7 +89,7 @@ class MapValuesRule(Rule):
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         if not hasattr(self, "value"):
             self.value, self.shape = value_expr(self.node.mapper, frame, self.resolve)
-            self.guarded = ["value"] if is_callable(self.node.mapper) else []
+            self.guarded = ["value"] if is_guarded_expr(self.node.mapper) else []
         df = unguarded(frame.df.withColumn("value", self.value), self.guarded)
         return frame.with_df(df, value=self.shape)
 
@@ -101,7 +101,7 @@ class SelectKeyRule(Rule):
         if not hasattr(self, "key"):
             self.key, shape = value_expr(self.node.selector, frame, self.resolve)
             self.key_json = shape.json_text
-            self.guarded = ["key"] if is_callable(self.node.selector) else []
+            self.guarded = ["key"] if is_guarded_expr(self.node.selector) else []
             self.key_type = unguarded(frame.df.withColumn("key", self.key), self.guarded).schema["key"].dataType
         df = unguarded(frame.df.withColumn("key", self.key), self.guarded)
         return frame.with_df(df, key_type=self.key_type, key_json=self.key_json)
@@ -115,7 +115,7 @@ class MapRule(Rule):
         if isinstance(mapper, KeyValueExpr):
             key, key_shape = value_expr(mapper.key, frame, self.resolve)
             value, shape = value_expr(mapper.value, frame, self.resolve)
-            guarded = [n for n, e in (("key", mapper.key), ("value", mapper.value)) if is_callable(e)]
+            guarded = [n for n, e in (("key", mapper.key), ("value", mapper.value)) if is_guarded_expr(e)]
             df = unguarded(frame.df.select(key.alias("key"), value.alias("value"), "ts", *ORDER), guarded)
             return frame.with_df(df, key_type=df.schema["key"].dataType, value=shape, key_json=key_shape.json_text)
         pair = callable_of(mapper, frame, self.resolve, PAIR_TYPE, pair=True)
@@ -138,7 +138,7 @@ class FlatMapValuesRule(Rule):
             values = callable_of(mapper, frame, self.resolve, ArrayType(StringType()), many=True)
             shape = JSON_TEXT
         df = frame.df
-        if is_callable(mapper):
+        if is_guarded_expr(mapper):
             df = unguarded(df.withColumn("_values", values), ["_values"])
             values = F.col("_values")
         df = df.select("key", F.posexplode(values).alias("o_idx_new", "value"), "ts", *ORDER)
@@ -160,7 +160,7 @@ class FlatMapRule(Rule):
         else:
             pairs = self.resolve(mapper)
         df = frame.df
-        if json_pairs:
+        if is_guarded_expr(mapper):
             df = unguarded(df.withColumn("_pairs", pairs), ["_pairs"])
             pairs = F.col("_pairs")
         df = df.select(F.posexplode(pairs).alias("o_idx_new", "p"), "ts", *[c for c in ORDER if c != "o_idx"])

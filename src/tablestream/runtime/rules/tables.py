@@ -13,7 +13,7 @@ from ..frames import ORDER, Frame, canonical_bytes, changed, from_canonical, nam
 from ..kernels import upsert
 from ..physical import PhysicalPlan
 from .base import Rule, StoreUse
-from .values import is_callable, side_steps, value_expr, with_sides
+from .values import is_guarded_expr, side_steps, value_expr, with_sides
 
 
 def table_result(batch: BatchContext, node, frame: Frame) -> Frame:
@@ -50,7 +50,10 @@ class ToTableRule(Rule):
         rows = frame.df.select(*self.stage_in)
         stage = batch.stage(self.node.store).run(rows, "kb", upsert.upsert, upsert.SCHEMA, skipped="_skip")
         changes = batch.persist(stage, self.node.name)
-        table = Frame(changes.select(*self.result), "table", frame.key_type, frame.value, key_json=frame.key_json)
+        table = Frame(
+            changes.select(*self.result), "table", frame.key_type, frame.value, key_json=frame.key_json,
+            positioned=frame.positioned,
+        )
         if self.node.queryable:
             batch.materialize(self.node.store, table)
         return table
@@ -61,7 +64,7 @@ class ToStreamRule(Rule):
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         df = frame.df.select("key", F.col("new").alias("value"), "ts", *ORDER)
-        return Frame(df, "stream", frame.key_type, frame.value, key_json=frame.key_json)
+        return Frame(df, "stream", frame.key_type, frame.value, key_json=frame.key_json, positioned=frame.positioned)
 
 
 class TableFilterRule(Rule):
@@ -79,7 +82,7 @@ class TableFilterRule(Rule):
                 )
             })
 
-            guarded = is_callable(node.predicate)
+            guarded = is_guarded_expr(node.predicate)
 
             def passes(side: str) -> Column:
                 holds = guarded_result(f"_{side}_keep") if guarded else F.col(f"_{side}_keep")
@@ -108,6 +111,6 @@ class TableMapValuesRule(Rule):
             self.steps = side_steps({"v": lambda: value_expr(self.node.mapper, frame, self.resolve, skip_null=True)[0]})
             self.columns = named(["key", F.col("_old_v").alias("old"), F.col("_new_v").alias("new"), "ts", *ORDER])
             self.changed = changed()
-            self.guarded = ["_old_v", "_new_v"] if is_callable(self.node.mapper) else []
+            self.guarded = ["_old_v", "_new_v"] if is_guarded_expr(self.node.mapper) else []
         df = results(with_sides(frame.df, self.steps), self.guarded).select(*self.columns).where(self.changed)
         return table_result(batch, self.node, frame.with_df(df, value=self.shape))

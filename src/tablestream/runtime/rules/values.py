@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StringType, StructField, StructType
 
 from ...plan.expr import Expr, ExprRef, SqlExpr
-from ..expressions import JSON_TEXT, RESULT, ValueShape, callable_column, sql_column
+from ..expressions import JSON_TEXT, RESULT, ValueShape, callable_column, careful_sql, sql_column
 from ..failures import quietly
 from ..frames import Frame
 from ..keys import KeyForm, value_form
@@ -33,6 +33,16 @@ def is_callable(expr: Expr) -> bool:
     return not isinstance(expr, SqlExpr) and expr.kind == "callable"
 
 
+def is_guarded_expr(expr: Expr) -> bool:
+    """Whether ``expr``'s column is a user function column (see
+    :func:`~tablestream.runtime.expressions.callable_column`): a Python callable, or, in
+    a careful run, SQL that can raise at run time (see
+    :func:`~tablestream.runtime.expressions.careful_sql`)."""
+    if isinstance(expr, SqlExpr):
+        return careful_sql(expr) is not None
+    return expr.kind == "callable"
+
+
 def value_expr(expr: Expr, frame: Frame, resolve, *, skip_null: bool = False) -> tuple[Column, ValueShape]:
     """A mapper's result over the frame's ``key`` and ``value`` columns, and its shape."""
     if isinstance(expr, SqlExpr):
@@ -44,7 +54,8 @@ def value_expr(expr: Expr, frame: Frame, resolve, *, skip_null: bool = False) ->
     else:
         return callable_of(expr, frame, resolve, StringType(), skip_null=skip_null), JSON_TEXT
     df = frame.df if frame.kind == "stream" else frame.df.withColumn("value", F.col("new"))
-    return col, ValueShape(df.select(col.alias("_")).schema["_"].dataType)
+    typed = col.getField(RESULT) if is_guarded_expr(expr) else col
+    return col, ValueShape(df.select(typed.alias("_")).schema["_"].dataType)
 
 
 def callable_of(
@@ -75,11 +86,11 @@ def callable_of(
 def selected_key(expr: Expr, frame: Frame, resolve) -> tuple[Column, KeyForm]:
     """A key computed by ``expr`` over ``value`` (and ``key``), and the form of its
     results: a callable's are JSON text (null where it failed on the record: it is in
-    the processing log); SQL ``value`` over JSON text is that text, a
-    STRING, as in any SQL expression."""
+    the processing log; so for SQL that fails in a careful run); SQL ``value`` over JSON
+    text is that text, a STRING, as in any SQL expression."""
     col, shape = value_expr(expr, frame, resolve, skip_null=True)
-    if is_callable(expr):
-        # A callable that fails on a record gives it no key (the failure is logged).
+    if is_guarded_expr(expr):
+        # A function that fails on a record gives it no key (the failure is logged).
         col = col.getField(RESULT)
     if shape.json_text and isinstance(expr, SqlExpr) and expr.sql.lower() == "value":
         return col, KeyForm("typed", StringType())

@@ -23,6 +23,7 @@ from ...batch import BatchContext
 from ...expressions import ValueShape
 from ...frames import ORDER, Frame, canonical_bytes, from_canonical, named, result_order
 from ...kernels import extreme
+from ..values import is_guarded_expr
 from .group_by import AggregateRule
 from .numeric import AggregateTypeError
 
@@ -45,7 +46,8 @@ class ExtremeRule(AggregateRule):
     which = ""
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
-        rows = self.signed_rows(frame, self.column_of(self.node.column, frame))
+        column = self.node.column
+        rows = self.signed_rows(frame, self.column_of(column, frame), guarded=is_guarded_expr(column))
         if not hasattr(self, "kernel"):
             self._prepare(rows, frame)
         stage = self.run_stage(batch, rows, self.stage_in, self.kernel, extreme.SCHEMA)

@@ -14,12 +14,12 @@ from ....plan import aggregate as agg
 from ....plan import stateless
 from ....plan.expr import Expr, KeyValueExpr, SqlExpr
 from ...batch import BatchContext
-from ...expressions import JSON_TEXT, results, sql_column
+from ...expressions import JSON_TEXT, results, sql_column, unguarded
 from ...failures import current_reporter, operating
 from ...frames import ORDER, Frame, canonical_bytes, named
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse, UnsupportedNodeError
-from ..values import PAIR_TYPE, callable_of, is_callable, side_steps, value_expr, with_sides
+from ..values import PAIR_TYPE, callable_of, is_guarded_expr, side_steps, value_expr, with_sides
 
 
 class TableGroupByRule(Rule):
@@ -33,7 +33,7 @@ class TableGroupByRule(Rule):
         df = results(with_sides(frame.df, self.steps), self.guarded).select(*self.columns)
         if not hasattr(self, "key_type"):
             self.key_type = df.schema["new_gk"].dataType
-        return Frame(df, "grouped", self.key_type, self.shape, key_json=self.key_json)
+        return Frame(df, "grouped", self.key_type, self.shape, key_json=self.key_json, positioned=frame.positioned)
 
     def _prepare(self, frame: Frame) -> None:
         mapper = self.node.mapper
@@ -47,7 +47,7 @@ class TableGroupByRule(Rule):
             }
             picked = {f"{side}_{part}": F.col(f"_{side}_{part}") for side in ("old", "new") for part in ("gk", "gv")}
             self.key_json = key_shape.json_text
-            parts = [part for part, expr in (("gk", mapper.key), ("gv", mapper.value)) if is_callable(expr)]
+            parts = [part for part, expr in (("gk", mapper.key), ("gv", mapper.value)) if is_guarded_expr(expr)]
             self.guarded = [f"_{side}_{part}" for side in ("old", "new") for part in parts]
         else:
             sides = {"pair": lambda: callable_of(mapper, frame, resolve, PAIR_TYPE, pair=True, skip_null=True)}
@@ -74,17 +74,20 @@ class AggregateRule(Rule):
     def stores(cls, node, physical: PhysicalPlan) -> tuple[StoreUse, ...]:
         return (StoreUse(node.store, "aggregate", node.name),)
 
-    def signed_rows(self, frame: Frame, value: Callable[[str], Column]) -> DataFrame:
+    def signed_rows(self, frame: Frame, value: Callable[[str], Column], *, guarded: bool = False) -> DataFrame:
         """One row per group contribution: ``gkb, gk, sign, v, skb, ts, order`` (a table
         change contributes -old to its old group and +new to its new group; a stream
-        record +value to its key's group)."""
+        record +value to its key's group). ``guarded``: ``value`` gives a user function
+        column; a contribution it fails on is left out (see :meth:`column_of`)."""
         if not hasattr(self, "signed"):
             self.signed = self._signed_columns(frame, value)
         if frame.kind == "grouped":
             exploded, flat, present, columns = self.signed
-            return frame.df.select(*exploded).select(*flat).where(present).select(*columns)
-        _, columns = self.signed
-        return frame.df.select(*columns)
+            rows = frame.df.select(*exploded).select(*flat).where(present).select(*columns)
+        else:
+            _, columns = self.signed
+            rows = frame.df.select(*columns)
+        return unguarded(rows, ["v"] if guarded else [])
 
     def run_stage(self, batch: BatchContext, rows: DataFrame, stage_in: list, kernel, schema) -> DataFrame:
         """The aggregate's store stage over its signed rows (``stage_in`` of them); rows
@@ -140,11 +143,19 @@ class AggregateRule(Rule):
         return named((exploded, flat, present, columns))
 
     def column_of(self, expr: Expr, frame: Frame) -> Callable[[str], Column]:
-        """An aggregated column's expression, over the value bound to ``side``."""
+        """An aggregated column's expression, over the value bound to ``side``. In a
+        careful run, SQL that can raise gives a user function column (see
+        :func:`~tablestream.runtime.rules.values.is_guarded_expr`): a record it fails on
+        adds nothing to its group, and a table row's old side, which added nothing when it
+        was new, takes nothing away (it is reported once, as the new side)."""
+        grouped = frame.kind == "grouped"
 
         def value(side: str) -> Column:
             if isinstance(expr, SqlExpr):
-                return sql_column(expr, frame.value, value=side)
+                return sql_column(
+                    expr, frame.value, key="gk" if grouped else "key", value=side,
+                    quiet=F.col("sign") < 0 if grouped else None,
+                )
             if expr.kind == "column":
                 return self.resolve(expr)
             raise UnsupportedNodeError("aggregate columns are SQL expressions or Spark Columns")

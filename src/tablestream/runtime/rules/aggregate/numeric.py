@@ -22,6 +22,7 @@ from ...batch import BatchContext
 from ...expressions import ValueShape
 from ...frames import ORDER, Frame, from_canonical, named, result_order
 from ...kernels import numeric
+from ..values import is_guarded_expr
 from .group_by import AggregateRule
 
 
@@ -45,7 +46,7 @@ class NumericRule(AggregateRule):
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         column = getattr(self.node, "column", None)
         value = self.column_of(column, frame) if column is not None else (lambda _: F.lit(None).cast("long"))
-        rows = self.signed_rows(frame, value)
+        rows = self.signed_rows(frame, value, guarded=column is not None and is_guarded_expr(column))
         if not hasattr(self, "kernel"):
             self._prepare(rows, column is None)
         stage = self.run_stage(batch, rows, self.stage_in, self.kernel, self.schema)

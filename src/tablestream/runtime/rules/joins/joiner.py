@@ -18,9 +18,9 @@ from ...expressions import (
     results,
     unguarded,
 )
-from ...failures import quietly
+from ...failures import carefully, quietly
 from ...frames import changed, result_order
-from ..values import json_of
+from ..values import is_guarded_expr, json_of
 
 # For each join kind, whether a result exists given the left and right values.
 _PRESENT = {
@@ -48,17 +48,19 @@ class Joiner:
         positioned = "o_src" in df.columns
 
         def column(name: str) -> Column:
-            if isinstance(expr, SqlExpr):
-                return joiner_sql_column(expr)
-            if expr.kind == "column":
+            if not isinstance(expr, SqlExpr) and expr.kind == "column":
                 return self.resolve(expr)
             # A table join's old result: its failure was reported when it was the new one.
             with quietly() if name == "old" else contextlib.nullcontext():
+                if isinstance(expr, SqlExpr):
+                    return joiner_sql_column(expr, positioned=positioned)
                 return joiner_callable_column(self.resolve(expr), left, right, json_of, positioned=positioned)
 
         if isinstance(expr, SqlExpr) or expr.kind == "column":
             probe = df.select(F.lit(None).cast(left.dtype).alias("_jl"), F.lit(None).cast(right.dtype).alias("_jr"))
-            self.shape = ValueShape(probe.select(column("value").alias("_j")).schema["_j"].dataType)
+            # The type of a careful run's result is the strict expression's.
+            with carefully(False):
+                self.shape = ValueShape(probe.select(column("value").alias("_j")).schema["_j"].dataType)
         else:
             self.shape = JSON_TEXT
         steps = []
@@ -67,7 +69,7 @@ class Joiner:
             steps.append({"_jl": F.col(lcol), "_jr": F.col(rcol), "_jp": present})
             steps.append({name: F.when(F.col("_jp"), column(name))})
         self.steps = steps
-        self.guarded = [] if isinstance(expr, SqlExpr) or expr.kind == "column" else list(self.pairs)
+        self.guarded = list(self.pairs) if is_guarded_expr(expr) else []
 
     def finish(self, df: DataFrame) -> DataFrame:
         """A stream record whose joiner fails leaves the output (it is in the

@@ -89,7 +89,9 @@ class StreamTableRule(Rule):
             decoded = decoded.unionByName(records.where(unmatched).select(*unmatched_cols))
         joined = self.joiner.join(decoded, stream.value, table.value)
         df = joined.where(result).select(*STREAM_COLUMNS)
-        return Frame(df, "stream", stream.key_type, self.joiner.shape, key_json=stream.key_json)
+        return Frame(
+            df, "stream", stream.key_type, self.joiner.shape, key_json=stream.key_json, positioned=stream.positioned
+        )
 
     def _inputs(self, stream: Frame, table: Frame):
         looked, log = key_columns(self.lookup_key(stream, table), "_lookup", stream, "value", self.physical, self.node.parent)
