@@ -123,9 +123,20 @@ def get_spark(
         spark = builder.getOrCreate()
     if quiet:
         spark.sparkContext.setLogLevel("ERROR")
+        _quiet_query_context_logs()
     if local and "spark.jars.packages" in settings:
         _remember_jars(spark.sparkContext.getConf().get("spark.jars", ""))
     return spark
+
+
+def _quiet_query_context_logs() -> None:
+    """PySpark logs every error that carries a query context (a division by zero in a
+    SQL expression) with its whole JVM stack as it raises it; tablestream reports such
+    errors itself, in one line, so those logs are left to verbose runs."""
+    import logging
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logging.getLogger(name).disabled = True
 
 
 def _launches_jvm() -> bool:

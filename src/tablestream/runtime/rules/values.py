@@ -14,7 +14,15 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StringType, StructField, StructType
 
 from ...plan.expr import Expr, ExprRef, SqlExpr
-from ..expressions import JSON_TEXT, RESULT, ValueShape, callable_column, careful_sql, sql_column
+from ..expressions import (
+    FAILED,
+    JSON_TEXT,
+    RESULT,
+    ValueShape,
+    callable_column,
+    careful_sql,
+    sql_column,
+)
 from ..failures import quietly
 from ..frames import Frame
 from ..keys import KeyForm, value_form
@@ -89,9 +97,13 @@ def selected_key(expr: Expr, frame: Frame, resolve) -> tuple[Column, KeyForm]:
     the processing log; so for SQL that fails in a careful run); SQL ``value`` over JSON
     text is that text, a STRING, as in any SQL expression."""
     col, shape = value_expr(expr, frame, resolve, skip_null=True)
-    if is_guarded_expr(expr):
-        # A function that fails on a record gives it no key (the failure is logged).
+    if is_callable(expr):
+        # A callable that fails on a record gives it no key (the failure is logged).
         col = col.getField(RESULT)
+    elif is_guarded_expr(expr):
+        # So does SQL in a careful run; its failure is reported by a column of its own,
+        # which Spark would prune if only the result were read.
+        col = F.when(~col.getField(FAILED), col.getField(RESULT))
     if shape.json_text and isinstance(expr, SqlExpr) and expr.sql.lower() == "value":
         return col, KeyForm("typed", StringType())
     return col, value_form(shape)
