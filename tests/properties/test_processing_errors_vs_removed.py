@@ -17,8 +17,8 @@ pytestmark = pytest.mark.spark
 
 EXAMPLES = int(os.environ.get("TABLESTREAM_PROPERTY_EXAMPLES", "4"))
 KEYS = ["a", "b", "c", "d"]
-OPERATORS = ("inv", "big", "rekey", "enrich")
-OUTPUTS = ("inverse", "counted", "summed", "enriched")
+OPERATORS = ("inv", "big", "rekey", "enrich", "locate")
+OUTPUTS = ("inverse", "counted", "summed", "enriched", "located")
 
 records = st.lists(st.tuples(st.sampled_from(KEYS), st.integers(-3, 3)), min_size=1, max_size=20)
 batch_sizes = st.lists(st.integers(1, 7), min_size=1, max_size=5)
@@ -35,6 +35,10 @@ def _topology():
         "summed"
     )
     orders.join(users, lambda o, u: {"x": u["name"] * (12 // o["n"] % 3)}, name="enrich").to("enriched")
+    regions = builder.global_table("regions", key_schema="STRING", value_schema="name STRING")
+    orders.left_join(
+        regions, lambda o, r: {"r": r and r["name"]}, key_selector=lambda k, v: KEYS[12 // v["n"] % 4], name="locate"
+    ).to("located")
     return builder.build()
 
 
@@ -43,6 +47,9 @@ def _run(spark, batches: list[list[tuple[str, int, int]]]):
         users = driver.create_input_topic("users")
         for key in KEYS:
             users.pipe_input(key, {"name": key.upper()}, timestamp=0)
+        regions = driver.create_input_topic("regions")
+        for key in KEYS[:2]:  # the others look nothing up: the left join emits them with null
+            regions.pipe_input(key, {"name": key * 2}, timestamp=0)
         driver.advance()
         orders = driver.create_input_topic("orders")
         for batch in batches:

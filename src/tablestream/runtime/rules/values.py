@@ -14,15 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StringType, StructField, StructType
 
 from ...plan.expr import Expr, ExprRef, SqlExpr
-from ..expressions import (
-    FAILED,
-    JSON_TEXT,
-    RESULT,
-    ValueShape,
-    callable_column,
-    careful_sql,
-    sql_column,
-)
+from ..expressions import JSON_TEXT, RESULT, ValueShape, callable_column, careful_sql, sql_column
 from ..failures import quietly
 from ..frames import Frame
 from ..keys import KeyForm, value_form
@@ -93,17 +85,13 @@ def callable_of(
 
 def selected_key(expr: Expr, frame: Frame, resolve) -> tuple[Column, KeyForm]:
     """A key computed by ``expr`` over ``value`` (and ``key``), and the form of its
-    results: a callable's are JSON text (null where it failed on the record: it is in
-    the processing log; so for SQL that fails in a careful run); SQL ``value`` over JSON
-    text is that text, a STRING, as in any SQL expression."""
+    results: a callable's are JSON text; SQL ``value`` over JSON text is that text, a
+    STRING, as in any SQL expression. Where ``expr`` is a user function (see
+    :func:`is_guarded_expr`) the column is its user function column: the caller keeps
+    it in a column of its own and leaves out the records it failed on (they are in the
+    processing log) with :func:`~tablestream.runtime.expressions.unguarded`, or reads
+    :func:`~tablestream.runtime.expressions.guarded_result`."""
     col, shape = value_expr(expr, frame, resolve, skip_null=True)
-    if is_callable(expr):
-        # A callable that fails on a record gives it no key (the failure is logged).
-        col = col.getField(RESULT)
-    elif is_guarded_expr(expr):
-        # So does SQL in a careful run; its failure is reported by a column of its own,
-        # which Spark would prune if only the result were read.
-        col = F.when(~col.getField(FAILED), col.getField(RESULT))
     if shape.json_text and isinstance(expr, SqlExpr) and expr.sql.lower() == "value":
         return col, KeyForm("typed", StringType())
     return col, value_form(shape)

@@ -19,6 +19,8 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from ....plan import joins
 from ...batch import BatchContext
+from ...expressions import guarded_failed, guarded_result
+from ...failures import quietly
 from ...frames import (
     ORDER,
     Frame,
@@ -42,7 +44,7 @@ from ...kernels.foreign_key.subscriptions import (
 from ...keys import join_keys, key_columns, logged
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse
-from ..values import selected_key, side_steps, with_sides
+from ..values import is_guarded_expr, selected_key, side_steps, with_sides
 from .joiner import TableJoiner
 
 
@@ -80,6 +82,23 @@ class ForeignKeyRule(Rule):
             batch.materialize(self.node.store, frame)
         return frame
 
+    def _fk_form(self, left: Frame):
+        """The form of the foreign keys the extractor gives (see :class:`KeyForm`)."""
+        with quietly():  # a column built for its type only reports nothing
+            return selected_key(self.node.foreign_key, left, self.resolve)[1]
+
+    def _absent_where_failed(self, *sides: str) -> list[dict[str, Column]]:
+        """A step making a left row the extractor fails on absent, as a row a filter
+        leaves out (its failure is in the processing log): the side is null, and
+        ``_<side>_fk`` the extractor's result."""
+        if not is_guarded_expr(self.node.foreign_key):
+            return []
+        step = {}
+        for side in sides:
+            step[side] = F.when(~guarded_failed(f"_{side}_fk"), F.col(side))
+            step[f"_{side}_fk"] = guarded_result(f"_{side}_fk")
+        return [step]
+
     def _kernel(self, left: Frame, right: Frame, kernel, schema, *, decode_key: bool = False):
         """A kernel, its output schema, which values it hands over decoded (those whose
         type Arrow reads exactly) and, with ``decode_key``, whether the left key leaves
@@ -108,9 +127,9 @@ class ForeignKeyRule(Rule):
         return evaluated_once(grouped, decoded_cols).select(*picked)
 
     def _shuffled_columns(self, left: Frame, right: Frame):
-        fk, form = selected_key(self.node.foreign_key, left, self.resolve)
-        self.keys = join_keys(self.node, self.physical.topology, form, right, "foreign key")
-        steps = side_steps({"fk": lambda: fk})
+        self.keys = join_keys(self.node, self.physical.topology, self._fk_form(left), right, "foreign key")
+        steps = [*side_steps({"fk": lambda: selected_key(self.node.foreign_key, left, self.resolve)[0]}),
+                 *self._absent_where_failed("old", "new")]
         # The old and new foreign keys as the right table's keys; why the new one is none.
         new_fk = self.keys.source_bytes(F.col("_new_fk"))
         converted, self.log = key_columns(new_fk, "_new_fk", left, "new", self.physical, self.node.left)
@@ -175,8 +194,8 @@ class ForeignKeyRule(Rule):
         """Left rows go to their left key's partition, right rows to every partition."""
         if self.prepared is None:
             self.prepared = self._replicated_columns(left, right)
-        (value, bind), left_rows, right_rows, kernel, schema, columns, guarded = self.prepared
-        bound = left.df.withColumns(value).withColumns(bind)
+        (steps, bind), left_rows, right_rows, kernel, schema, columns, guarded = self.prepared
+        bound = with_sides(left.df, steps).withColumns(bind)
         rows = logged(batch, bound, self.log).select(*left_rows).unionByName(right.df.select(*right_rows))
         changes = batch.persist(
             batch.stage(self.store_names).run(rows, "route", kernel, schema, key_places_only=True), self.node.name
@@ -191,7 +210,10 @@ class ForeignKeyRule(Rule):
         common = [canonical_bytes(F.col("new")).alias("vb"), "ts", *ORDER]
         fk, form = selected_key(self.node.foreign_key, left, self.resolve)
         self.keys = join_keys(self.node, self.physical.topology, form, right, "foreign key")
-        bind, self.log = key_columns(self.keys.source_bytes(fk), "_new_fk", left, "new", self.physical, self.node.left)
+        bind, self.log = key_columns(
+            self.keys.source_bytes(F.col("_new_fk")), "_new_fk", left, "new", self.physical, self.node.left
+        )
+        steps = [{"value": F.col("new")}, {"_new_fk": fk}, *self._absent_where_failed("new")]
         left_rows = [lkb.alias("route"), F.lit(replicated.LEFT_ROW).cast("tinyint").alias("side"), lkb.alias("kb"),
                      F.col("_new_fk").alias("fk"), *common]
         right_rows = [F.explode(F.array(*routes)).alias("route"), F.lit(replicated.RIGHT_ROW).cast("tinyint").alias("side"),
@@ -206,7 +228,7 @@ class ForeignKeyRule(Rule):
             "ts",
         ]
         guarded = not (decoded_key and all(decoded_out))
-        return named((({"value": F.col("new")}, bind), left_rows, right_rows, kernel, schema, columns, guarded))
+        return named(((steps, bind), left_rows, right_rows, kernel, schema, columns, guarded))
 
 
 def _routes(physical: PhysicalPlan, df: DataFrame) -> list[bytes]:

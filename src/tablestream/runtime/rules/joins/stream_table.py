@@ -4,12 +4,13 @@ its ordering key, in a stage that keeps the join's own copy of the table
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ....errors import CoPartitioningError
 from ....plan import joins
 from ...batch import BatchContext
+from ...expressions import unguarded
 from ...frames import (
     ORDER,
     STREAM_COLUMNS,
@@ -24,8 +25,10 @@ from ...kernels import stream_table
 from ...keys import Converted, JoinKeys, join_keys, key_columns, logged
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse
-from ..values import selected_key
+from ..values import is_guarded_expr, selected_key
 from .joiner import Joiner
+
+_SELECTED = "_selected"
 
 
 class StreamTableRule(Rule):
@@ -49,6 +52,10 @@ class StreamTableRule(Rule):
         """Whether a stream record has no key to look up (a key that does not convert to
         the table's key type is logged as such, not as a null key)."""
         return F.col("key").isNull()
+
+    def lookup_rows(self, stream: Frame) -> DataFrame:
+        """The stream records that look something up (all of them)."""
+        return stream.df
 
     def lookup_key(self, stream: Frame, table: Frame) -> Converted:
         """The bytes of the table key a stream record looks up: its key, converted to the
@@ -76,7 +83,8 @@ class StreamTableRule(Rule):
         if self.inputs is None:
             self.inputs = self._inputs(stream, table)
         looked, log, matched, stream_cols, table_cols, unmatched, decoded_cols, unmatched_cols, result = self.inputs
-        records = logged(batch, stream.df.withColumns(looked), log)  # a key that does not convert looks nothing up
+        # A key that does not convert looks nothing up.
+        records = logged(batch, self.lookup_rows(stream).withColumns(looked), log)
         table_rows = table.versions if table.versions is not None else table.df
         rows = records.where(matched).select(*stream_cols).unionByName(table_rows.select(*table_cols))
         stage = batch.stage(self.store_names).run(
@@ -125,15 +133,25 @@ class StreamGlobalTableRule(StreamTableRule):
 
     nodes = (joins.StreamGlobalTableJoin,)
 
+    def __init__(self, node, physical: PhysicalPlan):
+        super().__init__(node, physical)
+        self.selected: Column | None = None  # the key selector's column
+
     def null_key(self) -> Column:
-        # A selected key that is null (or whose selector failed, logged as such) looks
-        # nothing up: an inner join drops the record without another entry.
+        # A selected key that is null looks nothing up: an inner join drops the record
+        # without another entry.
         return F.lit(False)
 
+    def lookup_rows(self, stream: Frame) -> DataFrame:
+        """The stream records with their selected key (``_selected``); a record the
+        selector fails on leaves the join (it is in the processing log)."""
+        rows = stream.df.withColumn(_SELECTED, self.selected)
+        return unguarded(rows, [_SELECTED] if is_guarded_expr(self.node.key_selector) else [])
+
     def lookup_key(self, stream: Frame, table: Frame) -> Converted:
-        selected, form = selected_key(self.node.key_selector, stream, self.resolve)
+        self.selected, form = selected_key(self.node.key_selector, stream, self.resolve)
         self.keys = join_keys(self.node, self.physical.topology, form, table, "selected key")
-        return self.keys.source_bytes(selected)
+        return self.keys.source_bytes(F.col(_SELECTED))
 
     def check(self) -> None:
         return None
