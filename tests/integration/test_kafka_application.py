@@ -10,6 +10,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
@@ -21,7 +22,7 @@ from tablestream.runtime.layout import ApplicationError
 from tablestream.storage.embedded import EmbeddedStore
 from tablestream.storage.formats import get_format
 from tablestream.storage.kafka import KafkaStore, KafkaStoreError
-from tablestream.storage.kafka_batches import CommitMarker, commits_topic
+from tablestream.storage.kafka_batches import CommitMarker, KafkaBatchWriter, commits_topic
 from tablestream.storage.partitioner import partition_for_key
 from tablestream.storage.tables import DeltaTables
 from tablestream.storage.topic import Record, TopicConfig
@@ -142,6 +143,35 @@ def test_a_batch_id_processed_twice_is_written_once(spark, kafka_store, topic_na
     assert _committed(kafka_store, out) == first and len(first) == 3
     assert _rows(kafka_store.consume(out)) == first
     assert app._sink.writer.last_committed() == 0
+
+
+def test_a_transactional_source_is_read_committed(spark, kafka_store, topic_name, tmp_path):
+    """An upstream exactly-once writer's topic: its aborted transaction is never read,
+    and the transaction markers after the last record count in no lag."""
+    source, out, app_id = _names(topic_name)
+    kafka_store.create_topic(TopicConfig(source, partitions=2))
+    upstream = KafkaBatchWriter(kafka_store, f"{app_id}-upstream", run="r")
+    upstream.create_topic()
+
+    def events(amounts):
+        values = [b'{"grp": "g%d", "amount": %d}' % (i % 2, a) for i, a in enumerate(amounts)]
+        keys = [b"k%d" % i for i in range(len(amounts))]
+        return pa.table({"key": keys, "value": values, "timestamp": [NOW + i for i in range(len(amounts))]})
+
+    upstream.write(source, events([1, 2, 3, 4]))
+    upstream.commit(0)
+    producer = upstream._started()
+    producer.begin_transaction()
+    upstream._produce(producer, source, events([1000, 1000, 1000, 1000]))
+    producer.abort_transaction()
+    upstream.write(source, events([10, 20]))
+    upstream.commit(1)
+    assert upstream.wait_visible()
+
+    app = Application(_sums_topology(source, out), app_id, store=kafka_store, home=tmp_path, spark=spark, progress=lambda _: None)
+    app.run_until_caught_up()
+    assert {r.key: r.value for r in app.table("sums").collect()} == {"g0": 10 + 3, "g1": 20 + 4}
+    assert app.lag() == 0
 
 
 # ----------------------------------------------------------------------- settings

@@ -42,6 +42,8 @@ def test_a_batch_is_one_transaction_and_a_replay_writes_nothing(kafka_store, top
     writer = KafkaBatchWriter(kafka_store, app_id, run="r1")
     writer.create_topic()
     batch = _records((b"a", b"1"), (b"b", b"2"), (b"a", b"3"))
+    writer.write(topic_name, _records((b"failed", b"batch")))
+    writer.discard()  # the batch failed before its commit; it runs again
     writer.write(topic_name, batch)
     assert writer.commit(0) is True
     assert writer.wait_visible()
@@ -68,13 +70,14 @@ def test_a_batch_is_one_transaction_and_a_replay_writes_nothing(kafka_store, top
 
 
 class _CommitLater:
-    """A producer whose commit first runs ``before`` (a newer instance starting while
-    this one's transaction is open)."""
+    """A producer whose commit first delivers the transaction's records, then runs
+    ``before`` (a newer instance starting while this one's transaction is open)."""
 
     def __init__(self, producer, before):
         self._producer, self._before = producer, before
 
     def commit_transaction(self, *args):
+        assert self._producer.flush(30) == 0
         self._before()
         return self._producer.commit_transaction(*args)
 

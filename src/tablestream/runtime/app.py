@@ -273,6 +273,7 @@ class Application:
         try:
             commit_batch(self.runner.process(records, batch_id), self._sink, batch_id)
         except BaseException as error:
+            self._sink.discard()  # records staged for a transaction that never began
             self._failure = error  # the query's own exception holds only its text
             raise
         positions = self.runner.last_positions
@@ -476,6 +477,10 @@ class _ApplicationSink:
     def commit(self, batch_id: int) -> None:
         if self.writer is not None:
             self.writer.commit(batch_id)
+
+    def discard(self) -> None:
+        if self.writer is not None:
+            self.writer.discard()
 
     def close(self) -> None:
         if self.writer is not None:

@@ -222,6 +222,10 @@ class KafkaBatchWriter:
                 time.sleep(0.02)
         return True
 
+    def discard(self) -> None:
+        """Forget what was staged (the batch failed before its commit)."""
+        self._staged = []
+
     def last_committed(self) -> int | None:
         """The last batch of this run committed to Kafka (None before the first), as the
         markers say once every older producer is fenced."""
@@ -230,7 +234,7 @@ class KafkaBatchWriter:
 
     def close(self) -> None:
         """Drop the producer (an open transaction is aborted by the next producer)."""
-        self._staged = []
+        self.discard()
         self._drop()
 
     # ---------------------------------------------------------------- internals
