@@ -148,6 +148,7 @@ class KafkaBatchWriter:
         self._producer: Producer | None = None
         self._last: int | None = None  # the run's last committed batch, known once started
         self._failed: tuple[str, KafkaError] | None = None  # first failed delivery
+        self._commit_timeout = self.store.timeout
 
     def __repr__(self) -> str:
         return f"KafkaBatchWriter({self.application_id!r}, transactional id {self.transactional_id!r})"
@@ -194,7 +195,8 @@ class KafkaBatchWriter:
                 self._produce(producer, topic, records)
             marker = CommitMarker(self.application_id, self.run, batch_id)
             self._produce_one(producer, self.topic, marker.key(), marker.value(), 0)
-            producer.commit_transaction(self.store.timeout)
+            # The commit first delivers every record: a large batch may take a while.
+            producer.commit_transaction(self._commit_timeout)
         except KafkaException as exc:
             self._fail(exc, batch_id)
         except BaseException:
@@ -248,9 +250,11 @@ class KafkaBatchWriter:
             "delivery.report.only.error": True,
             "on_delivery": self._delivered,
         }
-        if "transaction.timeout.ms" not in self.store.options.librdkafka():
+        given = self.store.options.librdkafka().get("transaction.timeout.ms")
+        if given is None:
             settings["transaction.timeout.ms"] = TRANSACTION_TIMEOUT_MS
-        producer = self.store.client(Producer, settings)
+        producer = self.store.client(Producer, settings)  # refuses a bad setting in one line
+        self._commit_timeout = max(self.store.timeout, int(given or TRANSACTION_TIMEOUT_MS) / 1000)
         try:
             producer.init_transactions(self.store.timeout)
         except KafkaException as exc:
