@@ -455,11 +455,13 @@ def demo(
     directory: Annotated[
         str | None, typer.Option("--dir", help="Store directory for the demo (default: a new temporary one).")
     ] = None,
+    bootstrap_servers: Bootstrap = None,
 ) -> None:
-    """Run the change-data-capture demo on an embedded store of its own."""
+    """Run the change-data-capture demo on an embedded store of its own, or with its
+    topics on a Kafka cluster (--bootstrap-servers; the topics must not exist yet)."""
     from .demo import run_demo
 
-    _run(lambda: run_demo(directory, stdout))
+    _run(lambda: run_demo(directory, stdout, bootstrap_servers))
 
 
 def _formats(config: TopicConfig):

@@ -1,4 +1,5 @@
-"""The quick-start demo: a change-data-capture data set on the embedded store.
+"""The quick-start demo: a change-data-capture data set on the embedded store, or on a
+Kafka cluster.
 
 ``customers`` is a table topic as a CDC connector writes it (inserts, updates, a delete
 as a tombstone, compacted). ``orders`` is a stream of order events keyed by order id:
@@ -21,9 +22,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from .errors import TablestreamError
 from .progress import batch_lines
 from .storage.embedded import EmbeddedStore
-from .storage.topic import Record, TopicConfig
+from .storage.kafka import KafkaStore
+from .storage.topic import Record, TopicConfig, TopicStore
 
 CUSTOMER_SCHEMA = "id BIGINT, name STRING, city STRING, tier STRING"
 ORDER_SCHEMA = "order_id BIGINT, customer_id BIGINT, product STRING, amount DOUBLE"
@@ -90,24 +93,41 @@ LINE_CHANGES: list[tuple[str, dict | None, int]] = [
 
 PHASE_ONE = 4
 
+#: The demo application's topics: sources, outputs, processing log (and on Kafka, its
+#: commit markers).
+SOURCE_TOPICS = ("customers", "orders", "products", "order-lines")
+OUTPUT_TOPICS = ("revenue-changes", "enriched-orders", "demo-processing-log")
+MARKER_TOPIC = "demo-batch-commits"
 
-def create_demo_topics(store: EmbeddedStore) -> None:
+
+class DemoError(TablestreamError):
+    """The demo cannot run where it was asked to."""
+
+
+def create_demo_topics(store: TopicStore) -> None:
+    # The records carry 2026-01-01 timestamps: a broker's time-based retention (7 days
+    # by default) would delete them, so every demo topic keeps its records.
     store.create_topic(
         TopicConfig(
             "customers",
             partitions=2,
             cleanup_policy="compact",
             delete_retention_ms=0,
+            retention_ms=-1,
             key_schema="BIGINT",
             value_schema=CUSTOMER_SCHEMA,
         )
     )
-    store.create_topic(TopicConfig("orders", partitions=3, key_schema="BIGINT", value_schema=ORDER_SCHEMA))
-    store.create_topic(TopicConfig("products", partitions=1, cleanup_policy="compact", value_schema=PRODUCT_SCHEMA))
-    store.create_topic(TopicConfig("order-lines", partitions=2, value_schema=LINE_SCHEMA))
+    store.create_topic(
+        TopicConfig("orders", partitions=3, retention_ms=-1, key_schema="BIGINT", value_schema=ORDER_SCHEMA)
+    )
+    store.create_topic(
+        TopicConfig("products", partitions=1, cleanup_policy="compact", retention_ms=-1, value_schema=PRODUCT_SCHEMA)
+    )
+    store.create_topic(TopicConfig("order-lines", partitions=2, retention_ms=-1, value_schema=LINE_SCHEMA))
 
 
-def produce_demo_data(store: EmbeddedStore, phase: slice = slice(None)) -> None:
+def produce_demo_data(store: TopicStore, phase: slice = slice(None)) -> None:
     """Write (a phase of) the CDC data set."""
     from .storage.formats import get_format
 
@@ -162,18 +182,47 @@ def demo_topology():
     return builder.build()
 
 
-def run_demo(directory: str | None, console: Console) -> None:
+def run_demo(directory: str | None, console: Console, bootstrap_servers: str | None = None) -> None:
+    """Run the demo in ``directory`` (default: a new temporary one): on an embedded store
+    there, or with its topics on the Kafka cluster at ``bootstrap_servers`` (the
+    application's own files stay in the directory). On Kafka, every topic the demo writes
+    must be new: :class:`DemoError` names those that exist."""
+    from pyspark.sql import SparkSession
+
     from .runtime.app import Application
     from .spark import get_spark
 
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="tablestream-demo-"))
-    store = EmbeddedStore(root)
-    create_demo_topics(store)
+    store: EmbeddedStore | KafkaStore
+    if bootstrap_servers:
+        store = KafkaStore(bootstrap_servers)
+        taken = sorted(set(store.list_topics()) & {*SOURCE_TOPICS, *OUTPUT_TOPICS, MARKER_TOPIC})
+        if taken:
+            raise DemoError(
+                f"The demo's topics already exist on {bootstrap_servers}: {', '.join(taken)} "
+                "(delete them with 'tablestream topics delete NAME --bootstrap-servers ...' to run it again)"
+            )
+        create_demo_topics(store)
+        # The outputs keep the demo's 2026 timestamps: created here with no retention
+        # limit, and with the partitions the application would give them (its state
+        # partitions, the largest source's; one for the processing log).
+        partitions = max(store.topic_config(t).partitions for t in SOURCE_TOPICS)
+        for name in OUTPUT_TOPICS:
+            count = 1 if name == "demo-processing-log" else partitions
+            store.create_topic(TopicConfig(name, partitions=count, retention_ms=-1))
+        where = f"Kafka cluster at {bootstrap_servers}, application files in {root}"
+    else:
+        store = EmbeddedStore(root)
+        create_demo_topics(store)
+        where = f"embedded store in {root}"
     produce_demo_data(store, slice(0, PHASE_ONE))
-    console.print(f"[bold]tablestream demo[/bold]  (embedded store in {root})")
+    console.print(f"[bold]tablestream demo[/bold]  ({where})")
     console.print("Starting Spark (local) ...")
+    started_here = SparkSession.getActiveSession() is None
     spark = get_spark(app_name="tablestream-demo")
-    app = Application(demo_topology(), "demo", store=store, spark=spark, progress=batch_lines(console))
+    app = Application(
+        demo_topology(), "demo", store=store, home=root, spark=spark, progress=batch_lines(console)
+    )
     console.print()
     console.print(app.describe(), markup=False, highlight=False)
 
@@ -229,7 +278,7 @@ def run_demo(directory: str | None, console: Console) -> None:
     enriched = Table(title="enriched-orders topic (each order with its customer as of the order's time)", title_justify="left", title_style="bold")
     for column in ("customer", "order", "name", "city", "amount", "event time"):
         enriched.add_column(column)
-    for r in sorted(store.consume("enriched-orders"), key=lambda r: r.timestamp):
+    for r in sorted(_committed(store, "enriched-orders"), key=lambda r: r.timestamp):
         value = json.loads(r.value)
         enriched.add_row(
             str(bigint.deserialize(r.key)), str(value["order_id"]), value["customer"], value["city"],
@@ -239,18 +288,27 @@ def run_demo(directory: str | None, console: Console) -> None:
     changes = Table(title="revenue-changes topic (the table's changelog)", title_justify="left", title_style="bold")
     for column in ("partition", "offset", "customer", "revenue", "event time"):
         changes.add_column(column)
-    for r in store.consume("revenue-changes"):
+    for r in _committed(store, "revenue-changes"):
         changes.add_row(str(r.partition), str(r.offset), str(bigint.deserialize(r.key)), _money(number.deserialize(r.value)), _clock(r.timestamp))
     console.print(changes)
 
     log = Table(title="demo-processing-log (records that could not be read; nothing is dropped silently)", title_justify="left", title_style="bold")
     for column in ("topic", "partition", "offset", "error"):
         log.add_column(column)
-    for record in store.consume("demo-processing-log"):
+    for record in _committed(store, "demo-processing-log"):
         entry = json.loads(record.value)
         log.add_row(entry["topic"], str(entry["partition"]), str(entry["offset"]), entry["error"])
     console.print(log)
-    spark.stop()
+    if started_here:
+        spark.stop()
+
+
+def _committed(store: EmbeddedStore | KafkaStore, topic: str) -> list[Record]:
+    """A topic's records as a ``read_committed`` consumer reads them (every record of the
+    embedded log is committed)."""
+    if isinstance(store, KafkaStore):
+        return store.consume(topic, read_committed=True)
+    return store.consume(topic)
 
 
 def _contents(app, table: str) -> dict:

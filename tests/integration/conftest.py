@@ -7,6 +7,7 @@ skip them with ``-m kafka`` / ``-m "not kafka"``.
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,11 @@ import pytest
 from tablestream.testing.kafka_broker import KafkaBroker, ToolMissingError, fetch_broker_jars
 
 _HERE = Path(__file__).parent
+
+#: The SASL/PLAIN login the session's broker takes on its second listener; the password
+#: is new each session, so that a test can look for it in logs and errors.
+SASL_USER = "tablestream"
+SASL_PASSWORD = f"pw-{secrets.token_hex(12)}"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -29,7 +35,9 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def kafka_broker():
-    """A running single-node Kafka broker (KRaft, 127.0.0.1) shared by the whole session.
+    """A running single-node Kafka broker (KRaft, 127.0.0.1) shared by the whole session,
+    with a PLAINTEXT listener (``bootstrap_servers``) and a SASL/PLAIN one
+    (``sasl_bootstrap_servers``, login :data:`SASL_USER` / :data:`SASL_PASSWORD`).
 
     Skips when java or mvn (needed once, to download the jars) is missing.
     """
@@ -37,7 +45,7 @@ def kafka_broker():
         libs = fetch_broker_jars()
     except ToolMissingError as exc:
         pytest.skip(str(exc))
-    broker = KafkaBroker(libs)
+    broker = KafkaBroker(libs, sasl_users={SASL_USER: SASL_PASSWORD})
     try:
         broker.start(timeout=90)
     except ToolMissingError as exc:

@@ -1,13 +1,15 @@
-"""The application the crash test kills and restarts (run as a script).
+"""The application the crash tests kill and restart (run as a script).
 
-usage: crash_app.py HOME
-Reads topic `events` (table changelog and stream at once), writes `big-events` and
+usage: crash_app.py HOME [--bootstrap-servers B --app-id A --events T --out T --records-per-batch N]
+Reads topic `events` (table changelog and stream at once), writes `sums-out` and
 materializes counts and sums per group; processes everything there is, then exits.
+On the embedded store under HOME by default; on a Kafka cluster with
+``--bootstrap-servers`` (the application's files under HOME).
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 from tablestream.dsl import StreamsBuilder
 from tablestream.runtime.app import Application
@@ -17,24 +19,35 @@ from tablestream.storage.embedded import EmbeddedStore
 FILES_PER_BATCH = 4
 
 
-def topology():
+def topology(events: str = "events", out: str = "sums-out"):
     builder = StreamsBuilder()
-    events = builder.table("events", value_schema="grp STRING, amount BIGINT")
-    grouped = events.group_by(("grp", "value"))
+    table = builder.table(events, value_schema="grp STRING, amount BIGINT")
+    grouped = table.group_by(("grp", "value"))
     grouped.count(materialized_as="counts")
-    grouped.sum("amount", materialized_as="sums").to_stream().to("sums-out")
+    grouped.sum("amount", materialized_as="sums").to_stream().to(out)
     return builder.build()
 
 
-def main(home: str) -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("home")
+    parser.add_argument("--bootstrap-servers")
+    parser.add_argument("--app-id", default="crash-app")
+    parser.add_argument("--events", default="events")
+    parser.add_argument("--out", default="sums-out")
+    parser.add_argument("--records-per-batch", type=int)
+    args = parser.parse_args(argv)
     spark = get_spark("local[2]", app_name="tablestream-crash-test", conf={"spark.sql.shuffle.partitions": "2"})
-    app = Application(
-        topology(), "crash-app", store=EmbeddedStore(home), spark=spark,
-        max_files_per_batch=FILES_PER_BATCH, snapshot_every=3,
-    )
+    if args.bootstrap_servers:
+        where = dict(
+            bootstrap_servers=args.bootstrap_servers, home=args.home, max_records_per_batch=args.records_per_batch
+        )
+    else:
+        where = dict(store=EmbeddedStore(args.home), max_files_per_batch=FILES_PER_BATCH)
+    app = Application(topology(args.events, args.out), args.app_id, spark=spark, snapshot_every=3, **where)
     app.run_until_caught_up()
     spark.stop()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main()

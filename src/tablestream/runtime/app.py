@@ -1,15 +1,20 @@
 """Running a topology as an application: one Structured Streaming query over its
 source topics, each micro-batch applied by the compiled rules, outputs committed once.
 
-Everything an application keeps lives under ``<home>/apps/<application id>/``
+Its topics are in the embedded store or on a Kafka cluster. Everything else an
+application keeps lives under ``<home>/apps/<application id>/``
 (:mod:`tablestream.runtime.layout`); its materialized tables are Delta changelogs
 (:class:`~tablestream.storage.tables.DeltaTables`).
 
 Exactly once: a batch id always covers the same input (Spark's offset log); stores
-read a replayed batch as they were before it; every write of a batch — records to
+read a replayed batch as they were before it; every write of a batch is idempotent per
+batch id, so a replayed batch skips what was already committed (one commit path for
+every output: ``runtime/commit.py``). On the embedded store each write — records to
 output topics, table changelogs, the processing log — is a Delta commit that carries
-the application's transaction version (the batch id), so a replayed batch skips what
-was already committed (one commit path for every output: ``runtime/commit.py``).
+the application's transaction version (the batch id). On Kafka, the batch's records
+for output topics and the processing log are one Kafka transaction with the batch's
+commit marker (:mod:`tablestream.storage.kafka_batches`); table changelogs stay Delta
+commits.
 """
 
 from __future__ import annotations
@@ -19,13 +24,16 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
 from ..plan.topology import Topology
 from ..progress import BatchProgress
 from ..storage.embedded import EmbeddedStore
+from ..storage.kafka import KafkaStore
+from ..storage.kafka_batches import KafkaBatchWriter
 from ..storage.processing_log import processing_log_topic, processing_log_values
 from ..storage.tables import DeltaTables, MaterializedTables, transaction_app
 from ..storage.topic import TopicConfig
@@ -38,11 +46,27 @@ from .runner import BatchRunner
 
 
 class Application:
-    """A topology running on Spark against a topic store.
+    """A topology running on Spark against a topic store: the embedded store (default,
+    or ``store=EmbeddedStore(...)``) or a Kafka cluster (``bootstrap_servers``, or
+    ``store=KafkaStore(...)``).
 
     >>> app = Application(builder.build(), "revenue")            # doctest: +SKIP
     >>> app.run_until_caught_up()                                 # doctest: +SKIP
     >>> app.table("revenue-per-customer").show()                  # doctest: +SKIP
+
+    On Kafka, ``kafka_options`` are Kafka client settings by Kafka's names (security
+    protocol, SASL, SSL, any other), given to Spark's Kafka source and to the
+    application's own producer and admin client, never shown (see
+    :class:`~tablestream.storage.kafka_options.KafkaOptions`). The application's files
+    (checkpoint, stores, materialized tables) stay under ``home``. Sources are read from
+    the earliest offsets on the first start, ``read_committed``; each batch's records for
+    output topics and the processing log are written in one Kafka transaction
+    (:mod:`tablestream.storage.kafka_batches`). ``max_records_per_batch`` bounds a batch
+    in records (Spark's ``maxOffsetsPerTrigger``; Kafka only).
+
+    >>> app = Application(topology, "revenue", bootstrap_servers="broker:9093",   # doctest: +SKIP
+    ...                   kafka_options={"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+    ...                                  "sasl.jaas.config": jaas})
 
     ``partitions``: state partitions per store, fixed at the first start (default: the
     largest partition count of the source topics, one task per input partition as in
@@ -75,12 +99,15 @@ class Application:
         topology: Topology,
         application_id: str,
         *,
-        store: EmbeddedStore | None = None,
+        store: EmbeddedStore | KafkaStore | None = None,
+        bootstrap_servers: str | None = None,
+        kafka_options: Mapping[str, Any] | None = None,
         home: str | os.PathLike[str] | None = None,
         spark=None,
         partitions: int | None = None,
         snapshot_every: int = 10,
         max_files_per_batch: int | None = None,
+        max_records_per_batch: int | None = None,
         compact_tables_every: int = 100,
         processing_errors: str = "log_and_continue",
         log_skipped_records: bool = True,
@@ -90,9 +117,11 @@ class Application:
 
         self.topology = topology
         self.application_id = application_id
-        self.store = store or EmbeddedStore(home)
+        self.store = _topic_store(store, bootstrap_servers, kafka_options, home)
+        self.on_kafka = isinstance(self.store, KafkaStore)
+        _check_batch_bounds(self.on_kafka, max_files_per_batch, max_records_per_batch)
         self.spark = spark or get_spark()
-        self.home = home if store is None else self.store.home
+        self.home = self.store.home if isinstance(self.store, EmbeddedStore) else home
         self.paths = AppPaths.of(application_id, self.home)
         self._check_source_topics()
         # Everything a user can get wrong in the topology is found before anything is
@@ -104,6 +133,7 @@ class Application:
         self.runner = BatchRunner(topology, self.layout, chosen, topic_partitions, settings, spark=self.spark)
         self.partitions, self.run = self._recorded_run(partitions)
         self.max_files_per_batch = max_files_per_batch
+        self.max_records_per_batch = max_records_per_batch
         self.compact_tables_every = compact_tables_every
         self.progress = progress
         self._read_to = self._recorded_positions()
@@ -170,6 +200,8 @@ class Application:
         log = processing_log_topic(self.application_id)
         if log not in existing:
             self.store.create_topic(TopicConfig(log, partitions=1))
+        if self.on_kafka:
+            self._sink.writer.create_topic()
 
     # ---------------------------------------------------------------- positions
     def _recorded_positions(self) -> dict[str, dict[int, int]]:
@@ -189,6 +221,29 @@ class Application:
             tmp = self.paths.positions.with_suffix(".tmp")
             tmp.write_text(json.dumps(self._read_to, sort_keys=True))
             tmp.replace(self.paths.positions)
+
+    def _planned_ends(self, batch_id: int) -> dict[tuple[str, int], int]:
+        """On Kafka, where the batch ends in each source partition as Spark planned it
+        (its offset log): past the transaction markers after the last record, which the
+        records' own offsets do not reach. Empty when there is no such plan (a batch
+        handed to :meth:`process_batch` directly)."""
+        if not self.on_kafka:
+            return {}
+        try:
+            lines = (self.paths.checkpoint / "offsets" / str(batch_id)).read_text().splitlines()
+        except OSError:
+            return {}
+        ends: dict[tuple[str, int], int] = {}
+        for line in lines[2:]:
+            try:
+                offsets = json.loads(line)
+            except json.JSONDecodeError:
+                return {}
+            if isinstance(offsets, dict):
+                for topic, parts in offsets.items():
+                    if isinstance(parts, dict):
+                        ends.update({(topic, int(p)): int(o) for p, o in parts.items()})
+        return ends
 
     def lag(self) -> int:
         """The records of the source topics after the application's position in each
@@ -218,10 +273,11 @@ class Application:
         try:
             commit_batch(self.runner.process(records, batch_id), self._sink, batch_id)
         except BaseException as error:
+            self._sink.discard()  # records staged for a transaction that never began
             self._failure = error  # the query's own exception holds only its text
             raise
         positions = self.runner.last_positions
-        self._record_positions(positions.ends)
+        self._record_positions(self._planned_ends(batch_id) or positions.ends)
         if self.progress is not None:
             seconds = time.perf_counter() - started
             self.progress(BatchProgress(self.application_id, batch_id, positions.count, seconds, self.lag()))
@@ -230,6 +286,11 @@ class Application:
         options = {}
         if self.max_files_per_batch is not None:
             options["maxFilesPerTrigger"] = str(self.max_files_per_batch)
+        if self.on_kafka:
+            # Outputs of other exactly-once applications: their committed records only.
+            options["kafka.isolation.level"] = "read_committed"
+            if self.max_records_per_batch is not None:
+                options["maxOffsetsPerTrigger"] = str(self.max_records_per_batch)
         return self.store.read_stream(self.spark, self._source_topics(), options=options)
 
     def start(self, *, available_now: bool = False, processing_time: str | None = None):
@@ -264,7 +325,8 @@ class Application:
         return self._query
 
     def run_until_caught_up(self) -> None:
-        """Process every record already in the source topics, then return.
+        """Process every record already in the source topics, then return (on Kafka,
+        once ``read_committed`` consumers can read the last batch's records).
 
         A failed batch raises an :class:`ApplicationError` of one line naming the batch
         and what went wrong (see :meth:`await_termination`)."""
@@ -273,6 +335,9 @@ class Application:
             self.await_termination()
         finally:
             self._instance.release()
+        if self._sink.writer is not None:
+            # Return once read_committed consumers see the last batch's records.
+            self._sink.writer.wait_visible()
 
     def await_termination(self, timeout: float | None = None) -> bool:
         """Wait for the streaming query to stop (at most ``timeout`` seconds): True when
@@ -337,6 +402,7 @@ class Application:
         if self._reset:
             self.partitions, self.run = self._recorded_run(self.partitions)
             self.tables = DeltaTables(self.paths.tables, self.application_id, self.run)
+            self._sink.close()
             self._sink = _ApplicationSink(self)
             self._reset = False
 
@@ -374,15 +440,22 @@ class Application:
 class _ApplicationSink:
     """A batch's outputs into the application's topic store and materialized tables,
     every write idempotent per batch id; tables compacted every
-    ``compact_tables_every`` batches."""
+    ``compact_tables_every`` batches. On Kafka, records for topics are staged and
+    written at :meth:`commit`, in one transaction with the batch's commit marker."""
 
     def __init__(self, app: Application):
         self.app = app
         self.txn_app = transaction_app(app.application_id, app.run)
         self.log_topic = processing_log_topic(app.application_id)
+        self.writer = (
+            KafkaBatchWriter(app.store, app.application_id, app.run) if isinstance(app.store, KafkaStore) else None
+        )
 
     def write_records(self, topic: str, records: pa.Table, batch_id: int) -> None:
-        self.app.store.append(topic, records, txn=(self.txn_app, batch_id))
+        if self.writer is not None:
+            self.writer.write(topic, records)
+        else:
+            self.app.store.append(topic, records, txn=(self.txn_app, batch_id))
 
     def write_changes(
         self, store: str, changes: pa.Table, encoding: TableEncoding, batch_id: int
@@ -399,4 +472,47 @@ class _ApplicationSink:
                 "timestamp": entries.column("timestamp"),
             }
         )
-        self.app.store.append(self.log_topic, log, txn=(self.txn_app, batch_id))
+        self.write_records(self.log_topic, log, batch_id)
+
+    def commit(self, batch_id: int) -> None:
+        if self.writer is not None:
+            self.writer.commit(batch_id)
+
+    def discard(self) -> None:
+        if self.writer is not None:
+            self.writer.discard()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def _topic_store(store, bootstrap_servers, kafka_options, home) -> EmbeddedStore | KafkaStore:
+    """The application's topic store from its arguments (one of ``store`` and
+    ``bootstrap_servers``; ``kafka_options`` with a Kafka cluster only)."""
+    if store is not None and bootstrap_servers is not None:
+        raise ApplicationError(
+            "Give an Application either store= or bootstrap_servers=, not both"
+        )
+    if bootstrap_servers is not None:
+        return KafkaStore(bootstrap_servers, kafka_options=kafka_options)
+    if kafka_options is not None:
+        raise ApplicationError(
+            "kafka_options= applies to a Kafka cluster: give bootstrap_servers= too "
+            "(or a KafkaStore created with them as store=)"
+        )
+    return store if store is not None else EmbeddedStore(home)
+
+
+def _check_batch_bounds(on_kafka: bool, max_files: int | None, max_records: int | None) -> None:
+    if on_kafka and max_files is not None:
+        raise ApplicationError(
+            "max_files_per_batch bounds batches of the embedded store; on Kafka use max_records_per_batch"
+        )
+    if not on_kafka and max_records is not None:
+        raise ApplicationError(
+            "max_records_per_batch bounds batches on Kafka; on the embedded store use max_files_per_batch"
+        )
+    for name, value in (("max_files_per_batch", max_files), ("max_records_per_batch", max_records)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ApplicationError(f"{name} must be a positive integer, got {value!r}")

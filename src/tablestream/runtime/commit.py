@@ -1,6 +1,7 @@
 """Committing a batch's outputs: records to their topics, changes to the materialized
 tables, then processing-log entries, each handed to a :class:`BatchSink` (the
-application's topic store and tables, or the test driver's memory)."""
+application's topic store and tables, or the test driver's memory), and last the
+sink's commit (on Kafka, the transaction of the batch's records)."""
 
 from __future__ import annotations
 
@@ -33,10 +34,15 @@ class BatchSink(Protocol):
         key, value``)."""
         ...
 
+    def commit(self, batch_id: int) -> None:
+        """Make what the batch wrote visible, if the writes above only staged it (the
+        Kafka sink's transaction); a sink whose writes are each final does nothing."""
+        ...
+
 
 def commit_batch(collected: CollectedBatch, sink: BatchSink, batch_id: int) -> None:
     """Write everything one batch produced to ``sink``, in a fixed order: records per
-    topic, changes per table, then processing-log entries (if any).
+    topic, changes per table, then processing-log entries (if any); then commit.
 
     >>> commit_batch(collect_batch(out), sink, batch_id=3)    # doctest: +SKIP
     """
@@ -46,3 +52,4 @@ def commit_batch(collected: CollectedBatch, sink: BatchSink, batch_id: int) -> N
         sink.write_changes(store, changes, collected.encodings[store], batch_id)
     if collected.errors is not None and collected.errors.num_rows:
         sink.write_processing_log(collected.errors, batch_id)
+    sink.commit(batch_id)

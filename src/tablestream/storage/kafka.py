@@ -20,6 +20,7 @@ Differences from the embedded store, all Kafka's own behaviour:
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -43,6 +44,7 @@ from ..errors import (
     TopicExistsError,
     UnknownTopicError,
 )
+from .kafka_options import KafkaOptions
 from .topic import (
     DEFAULT_DELETE_RETENTION_MS,
     DEFAULT_RETENTION_MS,
@@ -71,6 +73,12 @@ _NOT_READY_CODES = (
     KafkaError.OFFSET_NOT_AVAILABLE,
 )
 _UNKNOWN_TOPIC_CODES = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC)  # noqa: SLF001
+_AFTER = re.compile(r" \(after \d+ms in state \w+\)$")
+_LOGIN_CODES = (
+    KafkaError._AUTHENTICATION,  # noqa: SLF001
+    KafkaError.SASL_AUTHENTICATION_FAILED,
+    KafkaError._SSL,  # noqa: SLF001
+)
 
 
 class KafkaStoreError(TablestreamError):
@@ -87,34 +95,68 @@ class KafkaStore:
     """Topics on a Kafka cluster, with the same API and errors as the embedded store.
 
     ``bootstrap_servers`` is a Kafka bootstrap list (``"host:port,host:port"``);
-    ``client_config`` adds librdkafka settings to every client (e.g. security settings);
-    ``timeout`` bounds each admin request and each produce (seconds).
+    ``kafka_options`` are Kafka client settings by Kafka's names (security protocol,
+    SASL, SSL, any other), given to Spark's Kafka source (as ``kafka.<name>``) and to
+    tablestream's own clients, translated where the two clients spell them differently
+    (:class:`~tablestream.storage.kafka_options.KafkaOptions`); their secret values
+    appear in no repr and no error. ``client_config`` adds librdkafka settings to
+    tablestream's clients only. ``timeout`` bounds each admin request and each produce
+    (seconds).
 
     >>> store = KafkaStore("127.0.0.1:9092")          # doctest: +SKIP
     >>> store.list_topics()                           # doctest: +SKIP
     ['orders']
+    >>> KafkaStore("broker:9093", kafka_options={     # doctest: +SKIP
+    ...     "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+    ...     "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule '
+    ...                         'required username="app" password="...";'})
+    KafkaStore('broker:9093', security.protocol='SASL_SSL', sasl.mechanism='PLAIN', sasl.jaas.config=<hidden>)
     """
 
     def __init__(
         self,
         bootstrap_servers: str,
         *,
+        kafka_options: KafkaOptions | Mapping[str, Any] | None = None,
         client_config: Mapping[str, Any] | None = None,
         timeout: float = 30.0,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.timeout = timeout
+        self.options = kafka_options if isinstance(kafka_options, KafkaOptions) else KafkaOptions(kafka_options)
         # librdkafka's own log lines (reconnects, retries) go to Python logging, not stderr.
         self._base = {
             "bootstrap.servers": bootstrap_servers,
             "logger": _LIBRDKAFKA_LOG,
+            "error_cb": self._client_error,
+            **self.options.librdkafka(),
             **dict(client_config or {}),
         }
-        self._admin = AdminClient(dict(self._base))
+        self._login_error: str | None = None  # a refused login, as a client last reported it
+        self._admin = self.client(AdminClient)
         self._producer: Producer | None = None
 
     def __repr__(self) -> str:
-        return f"KafkaStore({self.bootstrap_servers!r})"
+        shown = repr(self.options)[len("KafkaOptions(") : -1]
+        return f"KafkaStore({self.bootstrap_servers!r}{', ' + shown if shown else ''})"
+
+    def client(self, kind, extra: Mapping[str, Any] | None = None):
+        """A confluent-kafka client (``Producer``, ``Consumer``, ``AdminClient``) with the
+        store's settings and ``extra``; settings librdkafka refuses raise one line, with
+        no secret value in it."""
+        try:
+            return kind({**self._base, **dict(extra or {})})
+        except (KafkaException, ValueError, TypeError) as exc:
+            err = _kafka_error(exc)
+            raise KafkaStoreError(
+                "Kafka client settings refused by tablestream's Kafka client (librdkafka): "
+                f"{self.say(err.str() if err is not None else exc)}"
+            ) from None
+
+    def say(self, exc: BaseException | str) -> str:
+        """An error's text, one line, with every secret setting's value hidden."""
+        text = exc if isinstance(exc, str) else str(exc)
+        return self.options.redact(" ".join(text.split()))
 
     # -- topics ---------------------------------------------------------------------
     def create_topic(self, config: TopicConfig) -> TopicConfig:
@@ -151,7 +193,7 @@ class KafkaStore:
                 raise InvalidTopicError(f"Topic name '{config.name}' is illegal: {err.str()}") from None
             if code in (KafkaError.INVALID_CONFIG, KafkaError.INVALID_PARTITIONS):
                 raise InvalidTopicError(f"Topic '{config.name}': {err.str()}") from None
-            raise KafkaStoreError(f"Could not create topic '{config.name}': {exc}") from None
+            raise KafkaStoreError(f"Could not create topic '{config.name}': {self.say(exc)}") from None
         self._wait_for(config.name, present=True)
         self._watermarks(config.name, config.partitions)  # every leader answers
         return config
@@ -177,7 +219,7 @@ class KafkaStore:
             err = _kafka_error(exc)
             if err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 raise UnknownTopicError(name) from None
-            raise KafkaStoreError(f"Could not read the configuration of topic '{name}': {exc}") from None
+            raise KafkaStoreError(f"Could not read the configuration of topic '{name}': {self.say(exc)}") from None
         values = {key: entries[key].value for key in _TOPIC_CONFIG_KEYS if key in entries}
         policies = {p.strip() for p in (values.get("cleanup.policy") or "delete").split(",")}
         return TopicConfig(
@@ -187,6 +229,13 @@ class KafkaStore:
             retention_ms=int(values.get("retention.ms", DEFAULT_RETENTION_MS)),
             delete_retention_ms=int(values.get("delete.retention.ms", DEFAULT_DELETE_RETENTION_MS)),
         )
+
+    def end_offsets(self, name: str, *, committed: bool = False) -> dict[int, int]:
+        """Each partition's end offset (high watermark): the offset the next record gets.
+        With ``committed``, the last stable offsets: where a ``read_committed`` consumer
+        stops, before the first record of a transaction still open (or whose commit
+        markers the broker is still writing)."""
+        return self._watermarks(name, self._partition_count(name), committed=committed)[1]
 
     def describe_topic(self, name: str) -> TopicDescription:
         """The config plus, per partition, end offset (high watermark), start offset (low
@@ -215,7 +264,7 @@ class KafkaStore:
             err = _kafka_error(exc)
             if err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                 raise UnknownTopicError(name) from None
-            raise KafkaStoreError(f"Could not delete topic '{name}': {exc}") from None
+            raise KafkaStoreError(f"Could not delete topic '{name}': {self.say(exc)}") from None
         self._wait_for(name, present=False)
         # A topic of the same name may come back with another partition count: drop the
         # producer's cached metadata with the producer.
@@ -291,7 +340,7 @@ class KafkaStore:
             if err is not None:
                 if err.code() in _UNKNOWN_TOPIC_CODES:
                     raise UnknownTopicError(name)
-                raise KafkaStoreError(f"Could not write record {i} to topic '{name}': {err.str()}")
+                raise KafkaStoreError(f"Could not write record {i} to topic '{name}': {self.say(err.str())}")
             out.append(
                 Record(
                     key=record.key,
@@ -305,14 +354,21 @@ class KafkaStore:
         return out
 
     def consume(
-        self, name: str, *, max_records: int | None = None, timeout: float = 10.0
+        self,
+        name: str,
+        *,
+        max_records: int | None = None,
+        timeout: float = 10.0,
+        read_committed: bool = False,
     ) -> list[Record]:
         """Read a topic from the beginning up to each partition's end offset at the time of
         the call, ordered by partition then offset.
 
         ``max_records`` keeps the first records in that order. Reading stops at
         ``timeout`` seconds; what was read by then is returned. Records of open or
-        aborted transactions are read too (``read_uncommitted``, as Spark does).
+        aborted transactions are read too (``read_uncommitted``, as Spark does) unless
+        ``read_committed``: then only records of committed transactions (and records
+        written without one), up to the last stable offset of each partition.
 
         >>> [(r.partition, r.offset, r.key) for r in store.consume("users")]  # doctest: +SKIP
         [(0, 0, b'bob'), (2, 0, b'alice')]
@@ -322,21 +378,21 @@ class KafkaStore:
             return []
         deadline = time.monotonic() + timeout
         partitions = self._partition_count(name)
-        low, high = self._watermarks(name, partitions)
+        low, high = self._watermarks(name, partitions, committed=read_committed)
         pending = {p for p in range(partitions) if high[p] > low[p]}
         collected: dict[int, list[Record]] = {p: [] for p in range(partitions)}
         if pending:
-            consumer = Consumer(
+            consumer = self.client(
+                Consumer,
                 {
-                    **self._base,
                     "group.id": f"tablestream-consume-{uuid.uuid4().hex}",
                     "enable.auto.commit": False,
                     "enable.auto.offset.store": False,
                     "enable.partition.eof": True,
                     "auto.offset.reset": "earliest",
-                    "isolation.level": "read_uncommitted",
+                    "isolation.level": "read_committed" if read_committed else "read_uncommitted",
                     "fetch.wait.max.ms": 100,
-                }
+                },
             )
             try:
                 consumer.assign([TopicPartition(name, p, low[p]) for p in sorted(pending)])
@@ -359,7 +415,7 @@ class KafkaStore:
                             if err.code() in _UNKNOWN_TOPIC_CODES:
                                 raise UnknownTopicError(name)
                             if err.fatal():
-                                raise KafkaStoreError(f"Could not read topic '{name}': {err.str()}")
+                                raise KafkaStoreError(f"Could not read topic '{name}': {self.say(err.str())}")
                             continue  # transient (reconnects are retried by librdkafka)
                         if p not in pending or msg.offset() >= high[p]:
                             continue
@@ -387,25 +443,100 @@ class KafkaStore:
                 return True
         return False
 
+    def last_record(self, name: str, partition: int = 0, *, timeout: float | None = None) -> Record | None:
+        """The last record of a partition that a ``read_committed`` consumer sees (None
+        when there is none): records of open or aborted transactions are skipped.
+
+        It is read backwards in growing windows from the last stable offset, so a long
+        partition whose last records are committed costs one short read.
+
+        >>> store.last_record("revenue-batch-commits")                  # doctest: +SKIP
+        Record(key=b'revenue', value=b'{"application":"revenue","run":"5f0c...","batch":41}', ...)
+        """
+        partitions = self._partition_count(name)
+        if not 0 <= partition < partitions:
+            raise InvalidPartitionError(name, partition, partitions)
+        low, stable = self._watermarks(name, partitions, committed=True)
+        first, end = low[partition], stable[partition]
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        consumer = self.client(
+            Consumer,
+            {
+                "group.id": f"tablestream-last-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "isolation.level": "read_committed",
+                "fetch.wait.max.ms": 100,
+            },
+        )
+        try:
+            window = 64
+            while end > first:
+                start = max(first, end - window)
+                found = self._last_in(consumer, name, partition, start, end, deadline)
+                if found is not None or start == first:
+                    return found
+                window *= 8
+            return None
+        finally:
+            consumer.close()
+
+    def _last_in(
+        self, consumer: Consumer, name: str, partition: int, start: int, end: int, deadline: float
+    ) -> Record | None:
+        """The last record a committed read finds in ``[start, end)``."""
+        consumer.assign([TopicPartition(name, partition, start)])
+        last = None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise KafkaStoreError(
+                    f"Timed out after {self.timeout} s reading partition {partition} of topic '{name}'"
+                )
+            msg = consumer.poll(min(left, 0.5))
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == _PARTITION_EOF and msg.offset() >= end:
+                    return last
+                if err.code() in _UNKNOWN_TOPIC_CODES:
+                    raise UnknownTopicError(name)
+                if err.fatal():
+                    raise KafkaStoreError(f"Could not read topic '{name}': {self.say(err.str())}")
+                continue
+            if msg.offset() >= end:
+                return last
+            last = _record(msg)
+            if msg.offset() + 1 >= end:
+                return last
+
     # -- Spark ----------------------------------------------------------------------
     def follow(
-        self, name: str, *, from_beginning: bool = True, timeout: float | None = None
+        self,
+        name: str,
+        *,
+        from_beginning: bool = True,
+        timeout: float | None = None,
+        read_committed: bool = False,
     ) -> Iterator[list[Record]]:
         """Yield chunks of records as they arrive (each ordered by partition then offset),
         from the beginning or from the current end offsets; stop once no record has
-        arrived for ``timeout`` seconds (``None``: never)."""
+        arrived for ``timeout`` seconds (``None``: never). ``read_committed``: records of
+        committed transactions only, as :meth:`consume`."""
         partitions = self._partition_count(name)
-        low, high = self._watermarks(name, partitions)
+        low, high = self._watermarks(name, partitions, committed=read_committed)
         start = low if from_beginning else high
-        consumer = Consumer(
+        consumer = self.client(
+            Consumer,
             {
-                **self._base,
                 "group.id": f"tablestream-follow-{uuid.uuid4().hex}",
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
-                "isolation.level": "read_uncommitted",
+                "isolation.level": "read_committed" if read_committed else "read_uncommitted",
                 "fetch.wait.max.ms": 100,
-            }
+            },
         )
         try:
             consumer.assign([TopicPartition(name, p, start[p]) for p in range(partitions)])
@@ -421,7 +552,7 @@ class KafkaStore:
                     elif err.code() in _UNKNOWN_TOPIC_CODES:
                         raise UnknownTopicError(name)
                     elif err.fatal():
-                        raise KafkaStoreError(f"Could not read topic '{name}': {err.str()}")
+                        raise KafkaStoreError(f"Could not read topic '{name}': {self.say(err.str())}")
                 if records:
                     records.sort(key=lambda r: (r.partition, r.offset))
                     yield records
@@ -489,13 +620,14 @@ class KafkaStore:
         for topic in topics:
             validate_topic_name(topic)
         return {
-            "kafka.bootstrap.servers": self.bootstrap_servers,
-            "subscribe": ",".join(topics),
-            "includeHeaders": "true",
             # Spark's consumer otherwise ends each partition's read with a fetch the broker
             # holds for fetch.max.wait.ms (500 ms): 1,000 records in 7 partitions took 3 s
             # instead of 0.7 s.
             "kafka.fetch.max.wait.ms": "50",
+            **self.options.spark(),
+            "kafka.bootstrap.servers": self.bootstrap_servers,
+            "subscribe": ",".join(topics),
+            "includeHeaders": "true",
         }
 
     # -- internals ------------------------------------------------------------------
@@ -505,9 +637,20 @@ class KafkaStore:
                 return self._admin.list_topics(timeout=self.timeout)
             return self._admin.list_topics(topic=topic, timeout=self.timeout)
         except KafkaException as exc:
+            err = _kafka_error(exc)
+            reason = err.str() if err is not None else str(exc)
+            self._admin.poll(0)  # serve the clients' error reports (_client_error)
+            if self._login_error is not None:
+                reason = self._login_error  # a refused login shows as a transport failure
             raise KafkaStoreError(
-                f"Could not reach Kafka at {self.bootstrap_servers} within {self.timeout} s: {exc}"
+                f"Could not reach Kafka at {self.bootstrap_servers} within {self.timeout} s: {self.say(reason)}"
             ) from None
+
+    def _client_error(self, err: KafkaError) -> None:
+        """librdkafka's report of a client-wide error (its clients retry on their own)."""
+        if err.code() in _LOGIN_CODES:
+            self._login_error = _AFTER.sub("", err.str())
+        _LIBRDKAFKA_LOG.info("%s", self.say(err.str()))
 
     def _partition_count(self, name: str) -> int:
         validate_topic_name(name)
@@ -518,8 +661,11 @@ class KafkaStore:
             raise KafkaStoreError(f"Could not read the metadata of topic '{name}': {topic.error.str()}")
         return len(topic.partitions)
 
-    def _watermarks(self, name: str, partitions: int) -> tuple[dict[int, int], dict[int, int]]:
-        """Low and high watermarks of every partition.
+    def _watermarks(
+        self, name: str, partitions: int, *, committed: bool = False
+    ) -> tuple[dict[int, int], dict[int, int]]:
+        """Low and high watermarks of every partition (with ``committed``, the last
+        stable offsets instead of the high watermarks).
 
         Right after a topic is created, the broker can list a partition's leader a moment
         before that leader answers offset requests: transient errors are retried.
@@ -528,7 +674,7 @@ class KafkaStore:
         while True:
             try:
                 return self._list_offsets(name, partitions, OffsetSpec.earliest()), self._list_offsets(
-                    name, partitions, OffsetSpec.latest()
+                    name, partitions, OffsetSpec.latest(), committed=committed
                 )
             except KafkaException as exc:
                 err = _kafka_error(exc)
@@ -536,14 +682,15 @@ class KafkaStore:
                     raise UnknownTopicError(name) from None
                 transient = err is not None and (err.retriable() or err.code() in _NOT_READY_CODES)
                 if not transient or time.monotonic() > deadline:
-                    raise KafkaStoreError(f"Could not read the offsets of topic '{name}': {exc}") from None
+                    raise KafkaStoreError(f"Could not read the offsets of topic '{name}': {self.say(exc)}") from None
                 time.sleep(0.05)
 
-    def _list_offsets(self, name: str, partitions: int, spec: OffsetSpec) -> dict[int, int]:
+    def _list_offsets(
+        self, name: str, partitions: int, spec: OffsetSpec, *, committed: bool = False
+    ) -> dict[int, int]:
         request = {TopicPartition(name, p): spec for p in range(partitions)}
-        futures = self._admin.list_offsets(
-            request, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self.timeout
-        )
+        isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+        futures = self._admin.list_offsets(request, isolation_level=isolation, request_timeout=self.timeout)
         return dict(sorted((tp.partition, future.result().offset) for tp, future in futures.items()))
 
     def _wait_for(self, name: str, *, present: bool) -> None:
@@ -565,14 +712,14 @@ class KafkaStore:
 
     def _get_producer(self) -> Producer:
         if self._producer is None:
-            self._producer = Producer(
+            self._producer = self.client(
+                Producer,
                 {
-                    **self._base,
                     # Java's partitioner (murmur2); librdkafka's default (CRC32) disagrees.
                     "partitioner": "murmur2_random",
                     "enable.idempotence": True,
                     "message.timeout.ms": int(self.timeout * 1000),
-                }
+                },
             )
         return self._producer
 

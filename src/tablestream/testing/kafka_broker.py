@@ -222,9 +222,17 @@ def new_cluster_id() -> str:
 
 
 def server_properties(
-    broker_port: int, controller_port: int, log_dir: Path, extra: Mapping[str, str] | None = None
+    broker_port: int,
+    controller_port: int,
+    log_dir: Path,
+    extra: Mapping[str, str] | None = None,
+    *,
+    sasl_port: int | None = None,
+    sasl_users: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The ``server.properties`` of a single-node KRaft broker on 127.0.0.1."""
+    """The ``server.properties`` of a single-node KRaft broker on 127.0.0.1; with
+    ``sasl_port``, a second client listener there that takes SASL/PLAIN logins of
+    ``sasl_users`` (user name to password)."""
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -254,6 +262,15 @@ def server_properties(
         # The cleaner's default 128 MB dedupe buffer is far more than a test broker needs.
         "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
     }
+    if sasl_port is not None:
+        props["listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+        props["advertised.listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+        props["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+        props["sasl.enabled.mechanisms"] = "PLAIN"
+        users = " ".join(f'user_{name}="{password}"' for name, password in (sasl_users or {}).items())
+        props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+        )
     props.update(extra or {})
     return props
 
@@ -263,6 +280,8 @@ class KafkaBroker:
 
     ``libs`` is the directory of broker jars (default: :func:`fetch_broker_jars`, which
     downloads them on first use). ``properties`` override or extend ``server.properties``.
+    ``sasl_users`` (user name to password) opens a second listener that takes SASL/PLAIN
+    logins (:attr:`sasl_bootstrap_servers`; ``security.protocol`` ``SASL_PLAINTEXT``).
 
     >>> broker = KafkaBroker().start()                 # doctest: +SKIP
     >>> broker.bootstrap_servers                       # doctest: +SKIP
@@ -276,10 +295,13 @@ class KafkaBroker:
         *,
         heap: str = "512m",
         properties: Mapping[str, str] | None = None,
+        sasl_users: Mapping[str, str] | None = None,
     ) -> None:
         self._libs = Path(libs) if libs is not None else None
         self._heap = heap
         self._extra = dict(properties or {})
+        self._sasl_users = dict(sasl_users) if sasl_users else None
+        self.sasl_port: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._work_dir: Path | None = None
@@ -294,6 +316,13 @@ class KafkaBroker:
         if self.port is None or not self.is_running():
             raise BrokerError("The Kafka broker is not running: call start() first")
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """``"127.0.0.1:PORT"`` of the SASL/PLAIN listener (brokers started with ``sasl_users``)."""
+        if self.sasl_port is None or not self.is_running():
+            raise BrokerError("The Kafka broker has no SASL listener running: start one with sasl_users")
+        return f"127.0.0.1:{self.sasl_port}"
 
     @property
     def pid(self) -> int | None:
@@ -355,9 +384,17 @@ class KafkaBroker:
         self.port, self.controller_port = _free_port(), _free_port()
         while self.controller_port == self.port:
             self.controller_port = _free_port()
+        self.sasl_port = None
+        if self._sasl_users is not None:
+            self.sasl_port = _free_port()
+            while self.sasl_port in (self.port, self.controller_port):
+                self.sasl_port = _free_port()
         self.cluster_id = new_cluster_id()
         props_path = self._work_dir / "server.properties"
-        props = server_properties(self.port, self.controller_port, self._work_dir / "data", self._extra)
+        props = server_properties(
+            self.port, self.controller_port, self._work_dir / "data", self._extra,
+            sasl_port=self.sasl_port, sasl_users=self._sasl_users,
+        )
         props_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         log4j = self._work_dir / "log4j2.properties"
         log4j.write_text(_LOG4J2)
