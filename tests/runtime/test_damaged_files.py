@@ -170,6 +170,24 @@ def test_a_live_store_sharing_a_damaged_file_with_its_only_snapshot_is_one_line_
     assert _revenue(app) == EXPECTED
 
 
+def test_a_first_offset_file_spark_did_not_finish_writing_does_not_stop_a_start(tmp_path, spark):
+    """What a stop or a kill while Spark writes its first offset file leaves behind (the
+    file's temporary copy and checksum): Spark took such a checkpoint for another
+    query's (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY); a start removes them first."""
+    store = EmbeddedStore(tmp_path / "home")
+    store.create_topic(TopicConfig("orders"))
+    store.produce("orders", [_order("o1", "ada", 3, 1_001), _order("o2", "bob", 5, 1_002)])
+    app = _app(store, spark)
+    offsets = app.paths.checkpoint / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / ".0.5d0c3b52-7f1e-4c55-9a8e-1f2b3c4d5e6f.tmp").write_bytes(b"")
+    (offsets / "..0.5d0c3b52-7f1e-4c55-9a8e-1f2b3c4d5e6f.tmp.crc").write_bytes(b"")
+
+    app.run_until_caught_up()
+    assert _revenue(app) == [("ada", 3, 1_001), ("bob", 5, 1_002)]
+    assert sorted(p.name for p in offsets.iterdir()) == [".0.crc", "0"]
+
+
 def test_a_damaged_checkpoint_offset_file_is_found_before_spark_reads_it(tmp_path, spark):
     store = EmbeddedStore(tmp_path / "home")
     app = _two_batches(store, spark)
