@@ -99,6 +99,95 @@ def test_a_damaged_store_file_is_one_line_and_a_reset_recovers(tmp_path, spark, 
     assert _revenue(app) == EXPECTED
 
 
+def _newest_table_file(db):
+    return sorted(db.glob("*.sst"))[-1]
+
+
+def _current_overwritten(db):
+    (db / "CURRENT").write_bytes(b"\x17" * 64)
+    return "Corruption: CURRENT file does not end with newline"
+
+
+def _table_file_truncated(db):
+    sst = _newest_table_file(db)
+    size = sst.stat().st_size
+    sst.write_bytes(sst.read_bytes()[:100])
+    return f"Corruption: Sst file size mismatch: {sst}. Expected {size}, actual size 100"
+
+
+def _directory_replaced_by_a_file(db):
+    shutil.rmtree(db)
+    db.write_bytes(b"\x17" * 64)
+    return "a file, not a directory"
+
+
+@pytest.mark.parametrize("damage", [_current_overwritten, _table_file_truncated, _directory_replaced_by_a_file])
+def test_a_damaged_live_store_is_rebuilt_and_the_outputs_are_exact(tmp_path, spark, capfd, damage):
+    """The live RocksDB store (``state/``) is a cache of the changelogs: damaged, it is
+    discarded with one warning line (from the Spark task) and rebuilt, and the batch
+    gives what it gives on an undamaged store (ada's sum goes on from 3)."""
+    store = EmbeddedStore(tmp_path / "home")
+    app = _two_batches(store, spark)
+    db = app.layout.db_dir("revenue", 0)
+    problem = damage(db)
+    store.produce("orders", [_order("o4", "ada", 4, 1_003), _order("o5", "cy", 7, 1_004)])
+    capfd.readouterr()
+
+    app.run_until_caught_up()
+    assert _revenue(app) == [("ada", 7, 1_003), ("bob", 5, 1_002), ("cy", 7, 1_004)]
+    warning = (
+        f"State store 'revenue' partition 0: discarding its damaged working copy {db} ({problem}); "
+        "rebuilding it from its changelogs and snapshots"
+    )
+    assert [line for line in capfd.readouterr().err.splitlines() if "State store" in line] == [warning]
+
+
+def test_a_live_store_sharing_a_damaged_file_with_its_only_snapshot_is_one_line_and_a_reset_recovers(
+    tmp_path, spark
+):
+    """A snapshot on the live store's file system shares its table files (hard links),
+    so one overwritten in place damages both: nothing is left to rebuild the store from."""
+    store = EmbeddedStore(tmp_path / "home")
+    app = _two_batches(store, spark, snapshot_every=2)  # batch 1 is a snapshot
+    db, snapshot = app.layout.db_dir("revenue", 0), app.layout.snapshot_dir("revenue", 0) / "1"
+    sst = _newest_table_file(db)
+    assert (snapshot / sst.name).samefile(sst)
+    sst.write_bytes(b"\x17" * sst.stat().st_size)
+    manifest = next(snapshot.glob("MANIFEST-*"))
+    store.produce("orders", [_order("o4", "cy", 7, 1_003)])
+
+    with pytest.raises(ApplicationError) as failed:
+        app.run_until_caught_up()
+    line = (
+        f"State store 'revenue' partition 0 is damaged: {snapshot}: unreadable snapshot: Corruption: Bad table magic "
+        f"number: expected 9863518390377041911, found 1663823975275763479 in {snapshot / sst.name}  The file {manifest} "
+        f"may be corrupted. ({RESET})"
+    )
+    assert str(failed.value) == f"Application 'revenue' failed in batch 2: {line}"
+
+    app.reset()
+    app.run_until_caught_up()
+    assert _revenue(app) == EXPECTED
+
+
+def test_a_first_offset_file_spark_did_not_finish_writing_does_not_stop_a_start(tmp_path, spark):
+    """What a stop or a kill while Spark writes its first offset file leaves behind (the
+    file's temporary copy and checksum): Spark took such a checkpoint for another
+    query's (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY); a start removes them first."""
+    store = EmbeddedStore(tmp_path / "home")
+    store.create_topic(TopicConfig("orders"))
+    store.produce("orders", [_order("o1", "ada", 3, 1_001), _order("o2", "bob", 5, 1_002)])
+    app = _app(store, spark)
+    offsets = app.paths.checkpoint / "offsets"
+    offsets.mkdir(parents=True)
+    (offsets / ".0.5d0c3b52-7f1e-4c55-9a8e-1f2b3c4d5e6f.tmp").write_bytes(b"")
+    (offsets / "..0.5d0c3b52-7f1e-4c55-9a8e-1f2b3c4d5e6f.tmp.crc").write_bytes(b"")
+
+    app.run_until_caught_up()
+    assert _revenue(app) == [("ada", 3, 1_001), ("bob", 5, 1_002)]
+    assert sorted(p.name for p in offsets.iterdir()) == [".0.crc", "0"]
+
+
 def test_a_damaged_checkpoint_offset_file_is_found_before_spark_reads_it(tmp_path, spark):
     store = EmbeddedStore(tmp_path / "home")
     app = _two_batches(store, spark)

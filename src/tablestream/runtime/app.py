@@ -300,7 +300,10 @@ class Application:
         (:class:`~tablestream.runtime.layout.ApplicationRunningError`); a damaged
         checkpoint file is reported before Spark reads it
         (:class:`~tablestream.errors.DamagedStateError`, naming the file and how to
-        start over)."""
+        start over), and what an instance stopped or killed while Spark wrote a
+        checkpoint file left of it is removed (see
+        :meth:`~tablestream.runtime.layout.AppPaths.remove_unfinished_checkpoint_writes`),
+        so a restart after a stop at any point of a batch, the first included, resumes it."""
         if self._query is not None and self._query.isActive:
             raise ApplicationError(
                 f"Application '{self.application_id}' is already running; stop it before starting it again"
@@ -310,6 +313,7 @@ class Application:
         try:
             self._after_reset()
             self.paths.check_checkpoint()
+            self.paths.remove_unfinished_checkpoint_writes()
             stream = self._stream()
             writer = stream.writeStream.option(
                 "checkpointLocation", str(self.paths.checkpoint)

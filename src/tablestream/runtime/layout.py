@@ -133,6 +133,26 @@ class AppPaths:
             for batch in self.batches(log)[-newest:]:
                 self._check_log_file(self.checkpoint / log / str(batch))
 
+    def remove_unfinished_checkpoint_writes(self) -> list[Path]:
+        """Remove what Spark leaves of a checkpoint file it did not finish writing, and
+        return their paths. Spark writes each file of its checkpoint as a hidden
+        temporary file (``.0.<uuid>.tmp``, beside its checksum ``..0.<uuid>.tmp.crc``)
+        renamed when complete; a process killed or a query stopped while it writes one
+        leaves it behind (Hadoop sets its permissions with a ``chmod`` process in that
+        window, and a stop interrupts the wait for it). Left in ``offsets/`` before the
+        first offset file, it makes Spark take the checkpoint for another query's and
+        refuse to start (``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``). Only the
+        instance holding the application's lock may call this."""
+        removed = []
+        for directory in (self.checkpoint, self.checkpoint / "offsets", self.checkpoint / "commits"):
+            if not directory.is_dir():
+                continue
+            for path in directory.iterdir():
+                if _unfinished_write(path.name) and path.is_file():
+                    path.unlink(missing_ok=True)
+                    removed.append(path)
+        return removed
+
     def _check_log_file(self, path: Path) -> None:
         """A file of Spark's metadata logs: a version line (``v1``), then JSON lines (an
         offset file: metadata, then one offset per source, ``-`` for none)."""
@@ -152,6 +172,11 @@ class AppPaths:
                 json.loads(line)
             except json.JSONDecodeError as err:
                 raise self.damaged(path, f"line {number} is not JSON ({err.msg} at column {err.colno})") from err
+
+
+def _unfinished_write(name: str) -> bool:
+    """A temporary file of Spark's checkpoint writes, or its checksum."""
+    return name.startswith(".") and name.endswith((".tmp", ".tmp.crc"))
 
 
 # ---------------------------------------------------------------------- one instance

@@ -10,20 +10,27 @@ Each changelog names the batch that wrote the store before it (``previous`` in t
 schema's metadata), so a restore notices a changelog or snapshot that is missing, not
 only one that is damaged: both raise :class:`~tablestream.errors.DamagedStateError`
 naming the file and how to start over.
+
+The live database (the working copy) is a cache of these files: one that is damaged is
+discarded, with one warning line naming it, and rebuilt from them
+(:meth:`StoreFiles.discard_working_copy`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
 from ...errors import DamagedStateError, first_line, reset_hint
-from .rocks import RocksStore
+from .rocks import DamagedDatabase, RocksStore
 
+_LOG = logging.getLogger(__name__)
 _CHANGELOG_SCHEMA = pa.schema([("key", pa.binary()), ("entry", pa.binary())])
 _PREVIOUS = b"previous"  # changelog metadata: the batch that wrote the store before this one
 
@@ -91,6 +98,17 @@ class StoreFiles:
             f"({reset_hint(self.layout.application_id)})"
         )
 
+    def discard_working_copy(self, path: Path, problem: str) -> None:
+        """Remove a damaged working copy (``path``: the database's directory, or one it
+        lives under, or what is in its place), with one warning line naming it. Nothing
+        is lost: the next open rebuilds the database from the changelogs and snapshots."""
+        _LOG.warning(
+            "State store '%s' partition %d: discarding its damaged working copy %s (%s); "
+            "rebuilding it from its changelogs and snapshots",
+            self.store, self.partition, path, problem,
+        )
+        _remove(path)
+
     def write_changelog(
         self, batch_id: int, keys: pa.Array, entries: pa.Array, previous: int | None = None
     ) -> None:
@@ -140,42 +158,99 @@ class StoreFiles:
             db.write(table.column("key"), table.column("entry"), batch)
             after = batch
 
-    def restore(self, changelogs: dict[int, Path], batch_id: int) -> RocksStore:
+    def restore(
+        self, changelogs: dict[int, Path], batch_id: int, unusable: Mapping[Path, str] | None = None
+    ) -> RocksStore:
         """The database rebuilt, in place of what was there, from the newest snapshot
-        before ``batch_id`` and the changelogs after it."""
-        db_dir = self.layout.db_dir(self.store, self.partition)
-        if db_dir.exists():
-            shutil.rmtree(db_dir)
-        db_dir.parent.mkdir(parents=True, exist_ok=True)
-        usable = {b: p for b, p in self.snapshots().items() if b < batch_id}
-        after = -1
-        if usable:
-            after = max(usable)
-            db = self._open_snapshot(usable[after], after, db_dir)
-        else:
-            db = RocksStore(db_dir)
+        before ``batch_id`` and the changelogs after it. A snapshot that RocksDB finds
+        damaged (or one of ``unusable``: snapshot -> problem, found so before) is passed
+        over, with one warning line, for the one before it (kept with the changelogs
+        after it); when none is left, the newest one's error is raised."""
+        snapshots = self.snapshots()
+        passed_over: list[tuple[Path, str]] = []
+        for batch in sorted((b for b in snapshots if b < batch_id), reverse=True):
+            snapshot = snapshots[batch]
+            if unusable and snapshot in unusable:
+                passed_over.append((snapshot, unusable[snapshot]))
+                continue
+            try:
+                return self._restore_from(snapshot, batch, changelogs, batch_id)
+            except _UnusableSnapshot as err:
+                passed_over.append((snapshot, err.problem))
+                self.pass_over(snapshot, err.problem)
+        if passed_over:
+            raise self.damaged(*passed_over[0])
+        db_dir = self._empty_db_dir()
         try:
-            self.replay(db, changelogs, after=after, before=batch_id)
-        except BaseException:
-            db.close()
-            raise
+            db = RocksStore(db_dir)
+        except DamagedDatabase as err:
+            raise self.unreadable(err) from None
+        self._replay_into(db, changelogs, -1, batch_id)
         return db
 
-    def _open_snapshot(self, snapshot: Path, batch: int, db_dir: Path) -> RocksStore:
-        """The snapshot of ``batch`` copied to ``db_dir`` and opened."""
+    def unreadable(self, err: DamagedDatabase) -> DamagedStateError:
+        """The error for a database built from changelogs alone and found damaged: the
+        disk under it is failing."""
+        return self.damaged(err.path, err.problem)
+
+    @staticmethod
+    def snapshot_problem(err: DamagedDatabase, snapshot: Path) -> str:
+        """What is wrong with ``snapshot``, from RocksDB's report on a copy of it (which
+        names the copy's files: the snapshot's are named instead)."""
+        return f"unreadable snapshot: {err.problem.replace(str(err.path), str(snapshot))}"
+
+    def pass_over(self, snapshot: Path, problem: str) -> None:
+        """Tell, in one warning line, that a damaged snapshot is passed over."""
+        _LOG.warning(
+            "State store '%s' partition %d: its snapshot %s is damaged (%s); restoring from an older one",
+            self.store, self.partition, snapshot, problem,
+        )
+
+    def _empty_db_dir(self) -> Path:
+        db_dir = self.layout.db_dir(self.store, self.partition)
+        _remove(db_dir)
+        db_dir.parent.mkdir(parents=True, exist_ok=True)
+        return db_dir
+
+    def _restore_from(self, snapshot: Path, batch: int, changelogs: dict[int, Path], batch_id: int) -> RocksStore:
+        """The snapshot of ``batch`` copied to the database's directory, opened, and
+        caught up with the changelogs after it to cover the batches before ``batch_id``."""
+        db_dir = self._empty_db_dir()
+        db = None
         try:
             shutil.copytree(snapshot, db_dir)
             db = RocksStore(db_dir)
-        except Exception as err:  # noqa: BLE001 - RocksDB's errors have no class of their own
+            held = db.last_batch()
+        except (OSError, DamagedDatabase) as err:
+            if db is not None:
+                db.abandon()
             shutil.rmtree(db_dir, ignore_errors=True)
-            raise self.damaged(snapshot, f"unreadable snapshot: {first_line(err)}") from None
-        held = db.last_batch()
+            if isinstance(err, DamagedDatabase):
+                raise _UnusableSnapshot(snapshot, self.snapshot_problem(err, snapshot)) from None
+            raise _UnusableSnapshot(snapshot, f"unreadable snapshot: {first_line(err)}") from None
         if held != batch:
             db.close()
             shutil.rmtree(db_dir, ignore_errors=True)
             holds = "no batch" if held < 0 else f"batch {held}"
-            raise self.damaged(snapshot, f"not a snapshot of batch {batch} (it holds {holds})")
+            raise _UnusableSnapshot(snapshot, f"not a snapshot of batch {batch} (it holds {holds})")
+        db.copied_from = snapshot
+        self._replay_into(db, changelogs, batch, batch_id)
         return db
+
+    def _replay_into(self, db: RocksStore, changelogs: dict[int, Path], after: int, before: int) -> None:
+        """:meth:`replay`, closing ``db`` when it fails; RocksDB's report of a damaged
+        block in a copied snapshot makes that snapshot unusable."""
+        try:
+            self.replay(db, changelogs, after=after, before=before)
+        except DamagedDatabase as err:
+            db.abandon()
+            if db.copied_from is None:
+                raise self.unreadable(err) from None
+            shutil.rmtree(db.path, ignore_errors=True)
+            raise _UnusableSnapshot(db.copied_from, self.snapshot_problem(err, db.copied_from)) from None
+        except BaseException:
+            db.close()
+            raise
 
     def snapshot_if_due(self, db: RocksStore, batch_id: int) -> None:
         """Snapshot ``db`` as of ``batch_id`` when one is due; then remove the snapshots
@@ -203,3 +278,20 @@ class StoreFiles:
         for batch, path in self.changelogs().items():
             if batch <= oldest:
                 path.unlink(missing_ok=True)
+
+
+def _remove(path: Path) -> None:
+    """Remove a directory tree, or a file in its place."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+class _UnusableSnapshot(Exception):  # noqa: N818 - the snapshot's state, not an action
+    """A snapshot that cannot be restored from (``problem`` says why)."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem

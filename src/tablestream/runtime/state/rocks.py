@@ -3,11 +3,16 @@ checkpoint.
 
 The only module that uses ``rocksdict``; the others see user keys and entries. User keys
 live under a data prefix, beside a metadata key holding the last batch written.
+
+RocksDB's reports of damaged files (a database that does not open, a block whose
+checksum does not match when it is read, an iterator that stops on one) are raised as
+:class:`DamagedDatabase`, never taken for the end of the data.
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -16,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rocksdict import Checkpoint, Options, Rdict, WriteBatch, WriteOptions
 
+from ...errors import first_line
 from ..binary import strip_prefix
 
 _DATA = b"\x01"  # user keys live under this prefix; metadata under _META
@@ -33,6 +39,22 @@ _NO_WAL.disable_wal = True
 COMPACT_LEVEL0 = 16
 
 
+# RocksDB's words for a database another handle holds open: not damage.
+_HELD = re.compile(r"\block (hold|file)\b")
+# The statuses RocksDB reports a damaged or unreadable file with.
+_DAMAGE = ("Corruption", "IO error")
+
+
+class DamagedDatabase(Exception):  # noqa: N818 - the state of the files, not an action
+    """The files of a database are damaged: RocksDB cannot open them, or finds a file
+    or block that does not check out when it reads it."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
 def _options() -> Options:
     options = Options(raw_mode=True)
     options.set_keep_log_file_num(2)  # RocksDB starts an info log at every open
@@ -43,15 +65,39 @@ class RocksStore:
     """An open RocksDB database of user keys and their entries."""
 
     def __init__(self, path: Path) -> None:
-        self._db = Rdict(str(path), _options())
+        self.path = path
+        # The snapshot the database was copied from (None: built where it is).
+        self.copied_from: Path | None = None
+        try:
+            self._db = Rdict(str(path), _options())
+        except Exception as err:  # noqa: BLE001 - rocksdict raises Exception for every status
+            if _HELD.search(str(err)):
+                raise
+            raise DamagedDatabase(path, first_line(err)) from None
+
+    @contextlib.contextmanager
+    def _checked(self) -> Iterator[None]:
+        """RocksDB's reports of damaged files as :class:`DamagedDatabase`."""
+        try:
+            yield
+        except Exception as err:
+            if str(err).startswith(_DAMAGE):
+                raise DamagedDatabase(self.path, first_line(err)) from None
+            raise
 
     def close(self, *, compact: bool = False) -> None:
         """Close; with ``compact``, first compact when :data:`COMPACT_LEVEL0` files are
         in level 0."""
         try:
             if compact and self.level0_files() >= COMPACT_LEVEL0:
-                self._db.compact_range(None, None)
+                with self._checked():
+                    self._db.compact_range(None, None)
         finally:
+            self._db.close()
+
+    def abandon(self) -> None:
+        """Close a database that is being discarded, whatever RocksDB reports."""
+        with contextlib.suppress(Exception):
             self._db.close()
 
     def level0_files(self) -> int:
@@ -59,7 +105,8 @@ class RocksStore:
 
     def last_batch(self) -> int:
         """The last batch written (-1 for none)."""
-        raw = self._db.get(_LAST_BATCH)
+        with self._checked():
+            raw = self._db.get(_LAST_BATCH)
         return -1 if raw is None else int(raw)
 
     def batch_before(self, batch_id: int) -> int | None:
@@ -68,25 +115,43 @@ class RocksStore:
         last = self.last_batch()
         if last < batch_id:
             return last
-        raw = self._db.get(_PREVIOUS_BATCH)
+        with self._checked():
+            raw = self._db.get(_PREVIOUS_BATCH)
         return None if raw is None else int(raw)
 
     # ---------------------------------------------------------------------- reads
     def get(self, keys: Sequence[bytes]) -> list[bytes | None]:
         """The entries of ``keys``, with one multi-get."""
-        return self._db.get([_DATA + k for k in keys])
+        with self._checked():
+            return self._db.get([_DATA + k for k in keys])
 
     def get_all(self, keys: pa.Array) -> pa.Array:
         """:meth:`get` over an Arrow array, the keys prefixed with array operations."""
         prefixed = pc.binary_join_element_wise(_DATA, keys.cast(pa.binary()), b"").to_pylist()
-        return pa.array(self._db.get(prefixed), pa.binary())
+        with self._checked():
+            found = self._db.get(prefixed)
+        return pa.array(found, pa.binary())
 
-    def items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        """(key, entry) of every key starting with ``prefix``, in key order."""
+    def items(self, prefix: bytes, after: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """(key, entry) of every key starting with ``prefix``, in key order (with
+        ``after``: of those after that key)."""
         full = _DATA + prefix
-        # RocksDB iterates in key order from the prefix: stop at the first key past it.
-        return ((k[1:], e) for k, e in itertools.takewhile(
-            lambda item: item[0].startswith(full), self._db.items(from_key=full)))
+        cursor = self._db.iter()
+        try:
+            with self._checked():
+                # RocksDB iterates in key order from the prefix: stop at the first key past it.
+                cursor.seek(full if after is None else _DATA + after)
+                if after is not None and cursor.valid() and cursor.key() == _DATA + after:
+                    cursor.next()
+                while cursor.valid():
+                    key = cursor.key()
+                    if not key.startswith(full):
+                        return
+                    yield key[1:], cursor.value()
+                    cursor.next()
+                cursor.status()  # an iterator stopped by a damaged block is not at the end
+        finally:
+            del cursor
 
     def scan(self, prefixes: Sequence[bytes]) -> tuple[np.ndarray, pa.Array, pa.Array]:
         """Every key under each of ``prefixes`` with its entry, as arrays: the index of
@@ -97,17 +162,20 @@ class RocksStore:
         entries: list[bytes] = []
         cursor = self._db.iter()
         try:
-            for i, prefix in enumerate(prefixes):
-                full = _DATA + prefix
-                cursor.seek(full)
-                while cursor.valid():
-                    key = cursor.key()
-                    if not key.startswith(full):
-                        break
-                    owners.append(i)
-                    keys.append(key)
-                    entries.append(cursor.value())
-                    cursor.next()
+            with self._checked():
+                for i, prefix in enumerate(prefixes):
+                    full = _DATA + prefix
+                    cursor.seek(full)
+                    while cursor.valid():
+                        key = cursor.key()
+                        if not key.startswith(full):
+                            break
+                        owners.append(i)
+                        keys.append(key)
+                        entries.append(cursor.value())
+                        cursor.next()
+                    else:
+                        cursor.status()  # stopped by a damaged block, or at the end
         finally:
             del cursor
         owner = np.asarray(owners, np.int64)
@@ -131,7 +199,8 @@ class RocksStore:
         wb.put(_LAST_BATCH, str(batch_id).encode())
         if previous is not None:
             wb.put(_PREVIOUS_BATCH, str(previous).encode())
-        self._db.write(wb, _NO_WAL)
+        with self._checked():
+            self._db.write(wb, _NO_WAL)
 
     def checkpoint(self, target: Path) -> None:
         """A RocksDB checkpoint of the database in ``target``."""

@@ -4,6 +4,14 @@ Opens the database as of the batch (rebuilt from the durable files when missing 
 behind), reads and writes it with vectorized calls, and commits once: the changelog file
 first, then RocksDB. A store directory is held by one process at a time (an ``fcntl``
 lock beside it), so two Python workers never open the same RocksDB.
+
+The live database is a cache of the durable files. When RocksDB finds it damaged (it
+does not open, or a block read during the batch does not check out), the session
+discards it with one warning line and rebuilds it from the changelogs and snapshots,
+then reads again; the batch's writes wait in the session until its commit, so nothing
+is lost. Damage found again in a rebuilt database is in the snapshot it was copied
+from: an older one is used (with the changelogs after it); with none left,
+:class:`~tablestream.errors.DamagedStateError` names the newest and the reset.
 """
 
 from __future__ import annotations
@@ -12,8 +20,9 @@ import bisect
 import fcntl
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -28,9 +37,11 @@ from .entries import (
     values_before,
 )
 from .files import StoreFiles, StoreLayout
-from .rocks import RocksStore
+from .rocks import DamagedDatabase, RocksStore
 
 __all__ = ["StoreError", "StoreSession"]
+
+_T = TypeVar("_T")
 
 
 class StoreSession:
@@ -53,11 +64,13 @@ class StoreSession:
         self._fetched: dict[bytes, bytes | None] = {}  # user key -> entry as read from RocksDB
         # The batch's writes made by :meth:`get_and_put_all` (keys, entries; null drops).
         self._bulk: tuple[pa.Array, pa.Array] | None = None
+        self._rebuilt = False  # the database was found damaged and rebuilt in this session
+        self._unusable: dict[Path, str] = {}  # snapshots found damaged: path -> problem
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> StoreSession:
         lock_path = self.layout.lock_file(self.store, self.partition)
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        self._make_dir(lock_path.parent)
         self._lock = open(lock_path, "a+")  # noqa: SIM115 - held until __exit__
         fcntl.flock(self._lock, fcntl.LOCK_EX)
         try:
@@ -80,6 +93,9 @@ class StoreSession:
             try:
                 if db is not None:
                     db.close(compact=committed)
+            except DamagedDatabase as err:
+                # The batch is in its changelog; the next session rebuilds the database.
+                self._files.discard_working_copy(err.path, err.problem)
             finally:
                 self._release()
 
@@ -89,29 +105,102 @@ class StoreSession:
             self._lock.close()
             self._lock = None
 
+    def _make_dir(self, directory: Path) -> None:
+        """Make the directory of the working copy, discarding a file found in the place
+        of it or of a directory above it, up to the stores' local directory."""
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            return
+        except (FileExistsError, NotADirectoryError):
+            pass
+        for path in reversed([directory, *directory.parents]):
+            if path.exists() and not path.is_dir() and path.is_relative_to(self.layout.local_dir):
+                self._files.discard_working_copy(path, "a file, not a directory")
+                break
+        directory.mkdir(parents=True, exist_ok=True)
+
     def _open_current(self) -> RocksStore:
         """Open the database, rebuilt to cover every batch before this one."""
         db_dir = self.layout.db_dir(self.store, self.partition)
         changelogs = self._files.changelogs()
-        if db_dir.exists():
-            db = RocksStore(db_dir)
+        if db_dir.exists() and not db_dir.is_dir():
+            self._files.discard_working_copy(db_dir, "a file, not a directory")
+        elif db_dir.exists():
+            try:
+                db = self._catch_up(db_dir, changelogs)
+            except DamagedDatabase as err:
+                self._files.discard_working_copy(err.path, err.problem)
+                self._rebuilt = True
+            else:
+                if db is not None:
+                    return db
+        return self._files.restore(changelogs, self.batch_id)
+
+    def _catch_up(self, db_dir: Path, changelogs: dict[int, Path]) -> RocksStore | None:
+        """The working copy, caught up with the changelogs to cover every batch before
+        this one; None when it is older than the newest usable snapshot."""
+        db = RocksStore(db_dir)
+        try:
             last = db.last_batch()
             if last > self.batch_id:
-                db.close()
                 raise StoreError(
                     f"store {self.store}/{self.partition} holds batch {last}, ahead of batch {self.batch_id}"
                 )
             # Changelogs up to a snapshot are deleted; a store older than the newest
             # usable snapshot may miss some, so it is rebuilt from that snapshot.
-            if not any(last < b < self.batch_id for b in self._files.snapshots()):
-                try:
-                    self._files.replay(db, changelogs, after=last, before=self.batch_id)
-                except BaseException:
-                    db.close()
-                    raise
-                return db
+            if any(last < b < self.batch_id for b in self._files.snapshots()):
+                db.close()
+                return None
+            self._files.replay(db, changelogs, after=last, before=self.batch_id)
+        except DamagedDatabase:
+            db.abandon()
+            raise
+        except BaseException:
             db.close()
-        return self._files.restore(changelogs, self.batch_id)
+            raise
+        return db
+
+    def _use(self, use: Callable[[RocksStore], _T]) -> _T:
+        """``use(database)``; if RocksDB finds the database damaged, once more after
+        :meth:`_rebuild`."""
+        while True:
+            assert self._db is not None, "store session is not open"
+            try:
+                return use(self._db)
+            except DamagedDatabase as err:
+                self._rebuild(err)
+
+    def _rebuild(self, err: DamagedDatabase) -> None:
+        """Discard the damaged database and rebuild it from the durable files, as of
+        before this batch. Damage found in a copy of a snapshot is the snapshot's: an
+        older one is used; in a database rebuilt from changelogs alone, the disk's."""
+        assert self._db is not None
+        damaged, self._db = self._db, None
+        damaged.abandon()
+        snapshot = damaged.copied_from
+        if snapshot is not None:
+            self._unusable[snapshot] = self._files.snapshot_problem(err, snapshot)
+            self._files.pass_over(snapshot, self._unusable[snapshot])
+        elif self._rebuilt:
+            raise self._files.unreadable(err) from None
+        else:
+            self._files.discard_working_copy(err.path, err.problem)
+        self._db = self._files.restore(self._files.changelogs(), self.batch_id, self._unusable)
+        self._rebuilt = True
+
+    def _stored_items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """:meth:`RocksStore.items` under ``prefix``, going on from the last key read in
+        a rebuilt database when RocksDB finds this one damaged on the way."""
+        after = None
+        while True:
+            assert self._db is not None, "store session is not open"
+            try:
+                for key, entry in self._db.items(prefix, after=after):
+                    yield key, entry
+                    after = key
+                return
+            except DamagedDatabase as err:
+                self._rebuild(err)
 
     # ---------------------------------------------------------------------- reads
     def _entries(self, keys: Sequence[bytes]) -> list[bytes | None]:
@@ -122,7 +211,7 @@ class StoreSession:
         fetched = self._fetched
         missing = [k for k in keys if k not in fetched and k not in self._pending]
         if missing:
-            fetched.update(zip(missing, self._db.get(missing), strict=True))
+            fetched.update(zip(missing, self._use(lambda db: db.get(missing)), strict=True))
         pending = self._pending
         return [(pending[k] or None) if k in pending else fetched[k] for k in keys]
 
@@ -155,7 +244,7 @@ class StoreSession:
             (k, self._pending[k])
             for k in itertools.takewhile(lambda k: k.startswith(prefix), self._pending_sorted[start:])
         ]
-        stored = self._db.items(prefix)
+        stored = self._stored_items(prefix)
         for key, entry in _merge_sorted(stored, pending, stop=lambda k: not k.startswith(prefix)):
             value = value_before(entry, self.batch_id) if before else decode_entry(entry)[1]
             if value is not None:
@@ -171,7 +260,7 @@ class StoreSession:
         self._check_not_bulk()
         if self._pending:
             raise StoreError("prefix_scan_before must come before the session's writes")
-        owner, suffixes, entries = self._db.scan(prefixes)
+        owner, suffixes, entries = self._use(lambda db: db.scan(prefixes))
         if not len(entries):
             return owner, suffixes, entries
         values = values_before(entries, self.batch_id)
@@ -200,7 +289,8 @@ class StoreSession:
             return pa.array([], pa.binary())
         # Read in key order (RocksDB reads sorted keys faster), answer in the keys' order.
         order = pc.sort_indices(keys)
-        found = values_before(self._db.get_all(keys.cast(pa.binary()).take(order)), self.batch_id)
+        ordered = keys.cast(pa.binary()).take(order)
+        found = values_before(self._use(lambda db: db.get_all(ordered)), self.batch_id)
         back = np.empty(len(order), np.int64)
         back[order.to_numpy()] = np.arange(len(order))
         return found.take(pa.array(back))
@@ -218,7 +308,7 @@ class StoreSession:
         self._check_not_bulk()
         if self._pending or self._fetched:
             raise StoreError("get_and_put_all must be the only access of a store session")
-        entries = self._db.get_all(keys)
+        entries = self._use(lambda db: db.get_all(keys))
         before = values_before(entries, self.batch_id)
         self._put_bulk(keys, values, before, stored=pc.is_valid(entries))
         return before
@@ -288,9 +378,10 @@ class StoreSession:
     def _write_batch(self, keys: pa.Array, entries: pa.Array) -> None:
         """Write ``entries`` under ``keys`` (a null entry deletes) as this batch's
         changelog file, then to RocksDB in one write batch."""
+        previous = self._use(lambda db: db.batch_before(self.batch_id))
+        self._files.write_changelog(self.batch_id, keys, entries, previous)
+        self._use(lambda db: db.write(keys, entries, self.batch_id))
         assert self._db is not None
-        self._files.write_changelog(self.batch_id, keys, entries, self._db.batch_before(self.batch_id))
-        self._db.write(keys, entries, self.batch_id)
         self._files.snapshot_if_due(self._db, self.batch_id)
 
 
