@@ -594,7 +594,7 @@ def _statement_at(sql: str, tokens: list[Token], offset: int) -> str:
         if token.start < offset:
             start = token.end + 1
         elif token.start >= offset:
-            end = token.end + 1
+            end = token.start  # without its semicolon, as statements keep their text
             break
     return sql[start:end].strip()
 

@@ -32,10 +32,12 @@ class SqlError(TablestreamError, ValueError):
     """
 
     def __init__(self, detail: str, *, line: int, column: int, statement: str | None = None):
-        self.detail = " ".join(detail.splitlines()).rstrip(".")
+        flat = " ".join(detail.splitlines())
+        self.detail = flat[:-1] if flat.endswith(".") and not flat.endswith("..") else flat
         self.line = line
         self.column = column
         self.statement = statement
         where = f"Line: {line}, Col: {column}: "
         tail = f" Statement: {statement_excerpt(statement)}" if statement else ""
-        super().__init__(f"{where}{self.detail}.{tail}")
+        end = "" if self.detail.endswith("...") else "."
+        super().__init__(f"{where}{self.detail}{end}{tail}")
