@@ -340,6 +340,8 @@ class KsqlParser(Parser):
                 if group.args.get(arg):
                     self.raise_error("GROUP BY supports a list of expressions only", _token_near(group, start))
             group_by = tuple(group.expressions)
+            if len(group_by) == 1 and isinstance(group_by[0], exp.Tuple):
+                group_by = tuple(group_by[0].expressions)  # GROUP BY (a, b)
         limit = None
         if limit_node is not None:
             value = limit_node.expression

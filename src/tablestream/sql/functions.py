@@ -94,13 +94,16 @@ def _substring(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
                       exp.Literal.number(0)),
     )
     first = exp.Add(this=exp.Paren(this=start), expression=exp.Literal.number(1))
+    # A null position or length gives null, as in ksqlDB (Spark's least and greatest
+    # would skip it).
+    missing = exp.Or(this=exp.Is(this=pos, expression=exp.Null()), expression=exp.Is(this=args[-1].spark, expression=exp.Null()))
     if len(args) == 2:
-        return _call("substring", text, first), STRING
-    end = _call("greatest", _call("least", exp.Add(this=exp.Paren(this=start), expression=args[2].spark), length),
-                exp.Paren(this=start))
-    count = exp.Sub(this=end, expression=exp.Paren(this=start))
-    # Null position or length: null, as in ksqlDB (Spark's arithmetic keeps nulls).
-    return _call("substring", text, first, count), STRING
+        result = _call("substring", text, first)
+    else:
+        end = _call("greatest", _call("least", exp.Add(this=exp.Paren(this=start), expression=args[2].spark), length),
+                    exp.Paren(this=start))
+        result = _call("substring", text, first, exp.Sub(this=end, expression=exp.Paren(this=start)))
+    return exp.Case(ifs=[exp.If(this=missing, true=exp.Null())], default=result), STRING
 
 
 def _abs(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
