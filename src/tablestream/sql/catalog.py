@@ -165,3 +165,4 @@ class QueryInfo:
     columns: tuple[str, ...] = ()
     limit: int | None = None
     sources: tuple[str, ...] = ()
+    position: Position | None = None

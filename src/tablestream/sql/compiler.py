@@ -513,7 +513,7 @@ class SqlCompiler:
         facade = self._encode(rel, key, columns, True, push=True)
         self._sink(facade, info)
         self.result.queries.append(
-            QueryInfo(query_id, query_id, None, s.text, tuple(c.name for c in columns), s.query.limit, _names(rel))
+            QueryInfo(query_id, query_id, None, s.text, tuple(c.name for c in columns), s.query.limit, _names(rel), s.position)
         )
 
     def _drop(self, s: st.DropSource) -> None:
