@@ -11,7 +11,7 @@ read in the Spark SQL of a plan node.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlglot import exp
@@ -115,8 +115,6 @@ class SourceInfo:
     read_only: bool = False
     query_id: str | None = None
     facade: Any = None
-    delimiter: str | None = None
-    writers: list[str] = field(default_factory=list)
     inherited_key_format: str | None = None  # what a query of it inherits (a FORMAT of a keyless stream)
 
     @property

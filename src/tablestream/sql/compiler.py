@@ -127,7 +127,10 @@ def compile_sql(
 
 def _terminated(statement: str) -> str:
     stripped = statement.strip()
-    return stripped if stripped.endswith(";") else stripped + ";"
+    if stripped.endswith(";"):
+        return stripped
+    # After a trailing -- comment the semicolon goes on a line of its own.
+    return stripped + ("\n;" if "--" in stripped.rsplit("\n", 1)[-1] else ";")
 
 
 @dataclass
@@ -272,7 +275,6 @@ class SqlCompiler:
         self._check_key_format(key_format, key_columns, s.position)
         self._check_names(key_columns, value_columns, s.position)
         partitions = self._partitions(props, topic, s.position, required=True)
-        delimiter = props.get("VALUE_DELIMITER", (None,))[0]
         info = SourceInfo(
             name=name,
             kind=s.kind,
@@ -286,7 +288,6 @@ class SqlCompiler:
             position=s.position,
             statement=s.text,
             read_only=s.source,
-            delimiter=delimiter,
             inherited_key_format=key_format if key_columns else declared_key,
         )
         self.result.sources[name] = info
@@ -307,6 +308,8 @@ class SqlCompiler:
         for p in properties:
             if p.name not in _SUPPORTED:
                 raise self.error(p.position, f"The WITH property {p.name} is not supported yet")
+            if p.name == "VALUE_DELIMITER" and p.value != ",":
+                raise self.error(p.position, "A VALUE_DELIMITER other than ',' is not supported yet")
             out[p.name] = (p.value, p.position)
         return out
 
@@ -449,11 +452,9 @@ class SqlCompiler:
             name=name, kind=s.kind, topic=topic, key_format=key_format, value_format=value_format,
             key_columns=key_columns, value_columns=value_columns, wrapped=wrapped, partitions=partitions,
             position=s.position, statement=s.text, query_id=query_id,
-            delimiter=props.get("VALUE_DELIMITER", (None,))[0],
         )
         info.facade = self._encode(rel, key, values, wrapped)
         self._sink(info.facade, info)
-        info.writers.append(query_id)
         self.result.sources[name] = info
         self.result.topics[topic] = partitions
         self.result.queries.append(QueryInfo(query_id, topic, name, s.text, sources=_names(rel)))
@@ -486,7 +487,6 @@ class SqlCompiler:
         self._sink(facade, target)
         # Later readers see the records of every writer.
         target.facade = self._facade(target).merge(facade)
-        target.writers.append(query_id)
         self.result.queries.append(QueryInfo(query_id, target.topic, target.name, s.text, sources=_names(rel)))
 
     def _select(self, s: st.SelectStatement) -> None:

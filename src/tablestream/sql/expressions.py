@@ -112,9 +112,6 @@ class Scope:
         self.qualify = qualify
         self.sources = tuple(dict.fromkeys(f.source for f in self.fields))
 
-    def with_clause(self, clause: str) -> Scope:
-        return Scope(self.fields, self.reader, clause=clause, qualify=self.qualify)
-
     def lookup(self, name: str, source: str | None) -> list[Field]:
         return [f for f in self.fields if f.name == name and (source is None or f.source == source)]
 
@@ -127,10 +124,6 @@ def ksql_name(identifier: exp.Expr) -> str:
 def is_aggregate(node: exp.Expr) -> bool:
     """Whether ``node`` is a call of an aggregate function (``COUNT(*)``, ``SUM(x)``)."""
     return isinstance(node, exp.Anonymous) and functions.is_aggregate(str(node.this).upper())
-
-
-def _value(literal: exp.Literal) -> str:
-    return literal.this
 
 
 def format_expression(node: exp.Expr, scope: Scope | None = None) -> str:
