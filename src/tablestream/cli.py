@@ -1,4 +1,4 @@
-"""The ``tablestream`` command line: topics, produce, consume, compact, app, demo.
+"""The ``tablestream`` command line: topics, produce, consume, compact, app, run, demo.
 
 The embedded store (``$TABLESTREAM_HOME``, default ``./.tablestream``) is used unless
 ``--bootstrap-servers HOST:PORT`` names a Kafka cluster. Errors are one line on stderr
@@ -445,6 +445,66 @@ def app_reset(application_id: str, home: Home = None) -> None:
             "materialized tables deleted; output topics and the processing log kept",
             markup=False,
         )
+
+    _run(action)
+
+
+# ------------------------------------------------------------------------------- run
+@app.command()
+def run(
+    file: Annotated[str, typer.Argument(help="A ksqlDB script (.sql).")],
+    until_idle: Annotated[
+        bool, typer.Option("--until-idle", help="Process every record already in the topics, then exit.")
+    ] = False,
+    application_id: Annotated[
+        str | None, typer.Option("--application-id", help="Default: the file name without .sql.")
+    ] = None,
+    home: Home = None,
+) -> None:
+    """Run the statements of a ksqlDB script on the embedded store.
+
+    Missing topics are created (with the statements' PARTITIONS; a query's output
+    topic with its source's), INSERT ... VALUES records are produced, and the persistent
+    queries (CREATE ... AS SELECT, INSERT INTO ... SELECT) run as one application: until
+    Ctrl-C, or with --until-idle until every record already written is processed. Run
+    again with the same home, the application resumes from its checkpoint.
+    """
+
+    def action() -> None:
+        from .runtime.app import Application
+        from .runtime.layout import AppPaths
+        from .sql.script import application_id_of, prepare_script
+        from .storage.embedded import EmbeddedStore
+
+        try:
+            with open(file, encoding="utf-8") as handle:
+                sql = handle.read()
+        except OSError as err:
+            raise CliError(f"Cannot read {file}: {err.strerror}") from None
+        name = application_id or application_id_of(file)
+        # The INSERT ... VALUES statements an earlier run of the script produced.
+        inserted = AppPaths.of(name, home).root / "sql-inserts.json"
+        done = frozenset(json.loads(inserted.read_text())) if inserted.exists() else frozenset()
+        store = EmbeddedStore(home)
+        compiled, produced = prepare_script(sql, store, done)
+        if produced:
+            inserted.parent.mkdir(parents=True, exist_ok=True)
+            inserted.write_text(json.dumps(sorted(done | set(produced))))
+        if not compiled.topology.nodes:
+            stdout.print(f"{file}: no persistent query to run", markup=False)
+            return
+        application = Application(compiled.topology, name, store=store, progress=None)
+        queries = ", ".join(q.id for q in compiled.queries)
+        stdout.print(f"Running {name}: {queries}", markup=False)
+        if until_idle:
+            application.run_until_caught_up()
+            stdout.print(f"{name}: caught up", markup=False)
+            return
+        application.start()
+        try:
+            application.await_termination()
+        finally:
+            application.stop()
 
     _run(action)
 

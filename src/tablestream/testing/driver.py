@@ -35,6 +35,7 @@ from ..storage.undeclared import undeclared_kafka_value
 
 if TYPE_CHECKING:
     from ..runtime.output import TableEncoding
+    from ..sql.compiler import CompiledSql
 
 __all__ = ["TestDriver", "TestInputTopic", "TestOutputTopic", "TestRecord"]
 
@@ -108,11 +109,67 @@ class TestDriver:
         self._tables: dict[str, dict[Any, Any]] = {}
         self.processing_log: list[dict[str, Any]] = []
         self._sink = _MemorySink(self._outputs, self._tables, self.processing_log)
+        self.sql: CompiledSql | None = None  # set by from_sql
+        self._declared_partitions: dict[str, int] = {}
+
+    @classmethod
+    def from_sql(cls, statements: str | Sequence[str], **options: Any) -> TestDriver:
+        """A driver for ksqlDB statements: a script, or a list of statements (the
+        ``;`` after each is optional). Options as for :class:`TestDriver`.
+
+        Input topics have the partition count their ``CREATE`` gives (``PARTITIONS``,
+        else 1); the records of ``INSERT INTO ... VALUES`` are piped in statement order
+        once the driver is built. Read a query's output with :meth:`sql_output` (by the
+        name of the stream or table it creates, or by query id; a push query's
+        ``transient_C_0`` gives its rows as the records' values) or with
+        :meth:`create_output_topic` on its topic. ``driver.sql`` is what the statements
+        compiled to (:class:`~tablestream.sql.compiler.CompiledSql`).
+
+        >>> with TestDriver.from_sql(                                           # doctest: +SKIP
+        ...     "CREATE STREAM clicks (user_id BIGINT KEY, url STRING) "
+        ...     "WITH (kafka_topic='clicks', value_format='json');"
+        ...     "CREATE STREAM shop AS SELECT user_id, url FROM clicks WHERE url LIKE '%shop%';"
+        ...     "INSERT INTO clicks (user_id, url) VALUES (7, '/shop/cart');"
+        ... ) as driver:
+        ...     driver.sql_output("SHOP").read_key_values()
+        [(7, {'URL': '/shop/cart'})]
+        """
+        from ..sql.compiler import compile_sql
+
+        compiled = compile_sql(statements)
+        driver = cls(compiled.topology, **options)
+        driver.sql = compiled
+        driver._declared_partitions.update(compiled.topics)
+        read = {t for node in compiled.topology.sources for t in node.topics}
+        for record in compiled.inserts:
+            if record.topic in read:
+                driver.create_input_topic(record.topic).pipe_input(
+                    record.key, record.value, record.timestamp or 0
+                )
+        return driver
+
+    def sql_output(self, name: str) -> TestOutputTopic:
+        """The output of a stream or table a SQL query created (by its name as ksqlDB
+        names it, ``OUTPUT``) or of a query (by its id: ``CSAS_OUTPUT_0``, or a push
+        query's ``transient_C_0``)."""
+        if self.sql is None:
+            raise KeyError("sql_output() reads the outputs of a driver made by TestDriver.from_sql()")
+        info = self.sql.sources.get(name)
+        if info is not None and info.query_id is not None:
+            return self.create_output_topic(info.topic)
+        for query in self.sql.queries:
+            if query.id == name:
+                return self.create_output_topic(query.sink_topic)
+        known = [q.id for q in self.sql.queries] + [q.target for q in self.sql.queries if q.target]
+        raise KeyError(f"No SQL query or query output named '{name}' (known: {', '.join(known) or 'none'})")
 
     # ---------------------------------------------------------------- topics
-    def create_input_topic(self, topic: str, *, partitions: int = 1) -> TestInputTopic:
+    def create_input_topic(self, topic: str, *, partitions: int | None = None) -> TestInputTopic:
         """An input topic the topology reads; keys and values are serialized with the
-        formats its source declares."""
+        formats its source declares. ``partitions``: its partition count (default: what
+        the SQL statements declared for it, else 1)."""
+        if partitions is None:
+            partitions = self._declared_partitions.get(topic, 1)
         for node in self.topology.sources:
             topics = node.topics
             if topic in topics:

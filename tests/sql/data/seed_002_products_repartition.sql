@@ -1,0 +1,3 @@
+CREATE STREAM products_rekeyed 
+  WITH (PARTITIONS=6) AS 
+  SELECT * FROM products;
