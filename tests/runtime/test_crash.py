@@ -117,10 +117,11 @@ def _in_first_offset_file(tmp_path: Path, action: str) -> dict:
     Hadoop sets a checkpoint file's permissions by running ``chmod`` on the temporary
     file it writes before renaming it, so a ``chmod`` first on the PATH, given the
     temporary file of ``offsets/0``, either kills the application's process group
-    (``kill``) or waits, holding the write open while the application stops (``stop``)."""
+    (``kill``) or waits, holding the write open while the application stops (``stop``;
+    its output away from the test's pipe, which would otherwise stay open as long)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    then = "kill -KILL 0" if action == "kill" else "exec sleep 600"
+    then = "kill -KILL 0" if action == "kill" else "exec sleep 600 >/dev/null 2>&1"
     chmod = bin_dir / "chmod"
     chmod.write_text(
         "#!/bin/sh\n"
