@@ -25,6 +25,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -79,7 +80,13 @@ class Application:
     application with one line naming the operator and the record (``"fail"``).
     ``log_skipped_records``: records an operator drops (a null group-by or join key)
     are written to the processing log too (see :mod:`tablestream.runtime.failures`).
-    ``progress``: called after each batch with its :class:`BatchProgress` (batch id,
+    ``local_state_dir``: where each host keeps the stores' RocksDB working copies (a
+    local path valid on every executor host). By default, in local mode, the
+    application's ``state/`` directory; on a cluster, each executor's Spark local
+    directory (``SPARK_LOCAL_DIRS``): a working copy is a cache of the changelogs and
+    snapshots under ``home``, which every executor must see, and a store partition
+    that moves to another executor is rebuilt there from them. ``progress``: called
+    after each batch with its :class:`BatchProgress` (batch id,
     input records, time, lag); :func:`tablestream.progress.batch_lines` prints them on
     a terminal.
 
@@ -112,6 +119,7 @@ class Application:
         processing_errors: str = "log_and_continue",
         log_skipped_records: bool = True,
         progress: Callable[[BatchProgress], None] | None = None,
+        local_state_dir: str | os.PathLike[str] | None = None,
     ):
         from ..spark import get_spark
 
@@ -126,12 +134,17 @@ class Application:
         self._check_source_topics()
         # Everything a user can get wrong in the topology is found before anything is
         # recorded or created: the runner analyzes it (and checks co-partitioning).
-        chosen, _ = self._recorded_run(partitions, record=False)
-        self.layout = dataclasses.replace(self.paths.layout, snapshot_every=snapshot_every)
+        chosen, run = self._recorded_run(partitions, record=False)
+        self.layout = dataclasses.replace(
+            self.paths.layout,
+            snapshot_every=snapshot_every,
+            local_dir=_working_dir(self.spark, self.paths, local_state_dir),
+            run=run,
+        )
         topic_partitions = {t: self.store.topic_config(t).partitions for t in self._source_topics()}
         settings = ProcessingSettings(processing_errors, log_skipped_records)
         self.runner = BatchRunner(topology, self.layout, chosen, topic_partitions, settings, spark=self.spark)
-        self.partitions, self.run = self._recorded_run(partitions)
+        self.partitions, self.run = self._recorded_run(partitions, run=run)
         self.max_files_per_batch = max_files_per_batch
         self.max_records_per_batch = max_records_per_batch
         self.compact_tables_every = compact_tables_every
@@ -147,10 +160,10 @@ class Application:
         self._create_output_topics()
 
     # ---------------------------------------------------------------- setup
-    def _recorded_run(self, requested: int | None, *, record: bool = True) -> tuple[int, str | None]:
+    def _recorded_run(self, requested: int | None, *, record: bool = True, run: str | None = None) -> tuple[int, str]:
         """The state partition count and the run id recorded at the first start since
-        the last reset (recorded now if this is that start; with ``record=False`` the
-        count it would record, and no run id)."""
+        the last reset (recorded now if this is that start, with ``run`` when given;
+        with ``record=False`` the count and a new run id it would record)."""
         meta = self.paths.meta
         started = self.paths.read_meta()
         if started is not None:
@@ -166,11 +179,11 @@ class Application:
         if chosen is None:
             counts = [self.store.topic_config(t).partitions for t in self._source_topics()]
             chosen = max(counts) if counts else 1
+        run = run or uuid.uuid4().hex
         if not record:
-            return chosen, None
+            return chosen, run
         self.paths.root.mkdir(parents=True, exist_ok=True)
         tmp = meta.with_suffix(".tmp")
-        run = uuid.uuid4().hex
         tmp.write_text(json.dumps({"partitions": chosen, "run": run}))
         tmp.replace(meta)
         return chosen, run
@@ -405,6 +418,10 @@ class Application:
         so that a new instance may choose another state partition count."""
         if self._reset:
             self.partitions, self.run = self._recorded_run(self.partitions)
+            # Working copies on executors' disks are the earlier run's: the new run's
+            # live in a directory of its own.
+            self.layout = dataclasses.replace(self.layout, run=self.run)
+            self.runner.use_layout(self.layout)
             self.tables = DeltaTables(self.paths.tables, self.application_id, self.run)
             self._sink.close()
             self._sink = _ApplicationSink(self)
@@ -489,6 +506,15 @@ class _ApplicationSink:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+
+
+def _working_dir(spark, paths: AppPaths, requested: str | os.PathLike[str] | None):
+    """Where the working copies live: as requested; in local mode, under the
+    application's directory; on a cluster, on each executor's local disk (None)."""
+    if requested is not None:
+        return Path(requested).absolute()
+    master = spark.sparkContext.master
+    return paths.root / "state" if master == "local" or master.startswith("local[") else None
 
 
 def _topic_store(store, bootstrap_servers, kafka_options, home) -> EmbeddedStore | KafkaStore:

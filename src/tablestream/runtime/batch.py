@@ -38,6 +38,7 @@ class BatchOutput:
     errors: list[DataFrame] = field(default_factory=list)
     persisted: list[DataFrame] = field(default_factory=list)
     memo: dict[Any, Any] = field(default_factory=dict)
+    batch_id: int = -1
 
     def release(self) -> None:
         for df in self.persisted:
@@ -59,6 +60,10 @@ class BatchContext:
     output: BatchOutput
     compute_first: bool
     analysis: bool = False
+    # The stores' versions before this batch, and the accumulator its tasks report the
+    # versions they write to (see :mod:`tablestream.runtime.stage`).
+    versions: Any = None
+    written: Any = None
 
     @property
     def records(self) -> DataFrame:
@@ -68,7 +73,10 @@ class BatchContext:
     def stage(self, stores: str | tuple[str, ...]) -> StoreStage:
         """A store stage of this batch over the given stores."""
         physical = self.physical
-        return StoreStage(physical.layout, stores, physical.partitions, self.batch_id, physical.stage_memo)
+        return StoreStage(
+            physical.layout, stores, physical.partitions, self.batch_id,
+            versions=self.versions, written=self.written, memo=physical.stage_memo,
+        )
 
     def persist(self, df: DataFrame, node: str | None = None) -> DataFrame:
         """Run a store stage once for this batch. Rows that reach more than one consumer

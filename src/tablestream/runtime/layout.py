@@ -389,8 +389,8 @@ def describe_application(
     committed, planned = paths.batches("commits"), paths.batches("offsets")
     layout = paths.layout
     stores = []
-    for store in _subdirs(layout.durable_dir) | _subdirs(layout.local_dir):
-        partitions = _subdirs(layout.durable_dir / store) | _subdirs(layout.local_dir / store)
+    for store in _subdirs(layout.durable_dir) | _subdirs(layout.working_dir):
+        partitions = _subdirs(layout.durable_dir / store) | _subdirs(layout.working_dir / store)
         for partition in sorted(int(p) for p in partitions if p.isdigit()):
             files = StoreFiles(layout, store, partition)
             changelogs = files.changelogs().values()
@@ -400,7 +400,7 @@ def describe_application(
                     partition,
                     len(changelogs),
                     sum(p.stat().st_size for p in changelogs),
-                    tuple(sorted(files.snapshots())),
+                    tuple(sorted(v.batch for v in files.snapshots())),
                     layout.db_dir(store, partition).is_dir(),
                 )
             )

@@ -14,12 +14,17 @@ the same batch id through a second set of the rules, built on first use, in whic
 SQL expression that can raise reports the records it fails on instead
 (:mod:`tablestream.runtime.careful`). The stores read a replayed batch as they were
 before it, so the careful run sees what the failed one saw.
+
+Each batch opens the stores as of the versions the batch before left; when its job has
+run (:meth:`BatchRunner.collect`), the versions its tasks wrote are recorded
+(:class:`~tablestream.runtime.state.VersionRecord`), before its outputs commit.
 """
 
 from __future__ import annotations
 
 import logging
 
+from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import Column, DataFrame
 
 from ..errors import SchemaError
@@ -72,6 +77,8 @@ class BatchRunner:
         spark = spark or get_spark()
         self.topology = topology
         self.physical = PhysicalPlan(topology, layout, partitions, topic_partitions, rule_for)
+        self.versions = layout.version_record()
+        self._written = spark.sparkContext.accumulator([], _Reports())
         self.rules = self._build_rules()
         self._careful_rules: list | None = None  # built at the first careful run
         self.failures = FailureLog(spark, self.physical.topics, settings or ProcessingSettings())
@@ -84,6 +91,12 @@ class BatchRunner:
         # The last batch's positions: its record count, where it ends in each partition.
         self.last_positions: BatchPositions | None = None
         analyze(self.rules, self.physical, spark, self._output_memo, self._operating)
+
+    def use_layout(self, layout: StoreLayout) -> None:
+        """Run the next batches on the stores under ``layout`` (the application's new
+        run, after a reset)."""
+        self.physical.layout = layout
+        self.versions = layout.version_record()
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -138,10 +151,13 @@ class BatchRunner:
             with carefully():
                 self._careful_rules = self._build_rules()
         rules = self._careful_rules if careful else self.rules
+        self._written.value = []  # the reports of this run only
         batch = BatchContext(
             batch_id, positions, self.physical,
-            BatchOutput(memo=self._careful_memo if careful else self._output_memo),
+            BatchOutput(memo=self._careful_memo if careful else self._output_memo, batch_id=batch_id),
             compute_first=positions.count >= _COMPUTE_FIRST,
+            versions=self.versions.before(batch_id),
+            written=self._written,
         )
         self.failures.reset()
         frames: dict[str, Frame] = {}
@@ -171,15 +187,28 @@ class BatchRunner:
         """Everything a computed batch writes, collected on the driver (one Spark job),
         with the records its operators could not process in its processing-log entries;
         raises :class:`~tablestream.runtime.failures.ProcessingError` instead when a user
-        function failed and ``processing_errors="fail"``."""
+        function failed and ``processing_errors="fail"``. Records the versions of the
+        stores the batch wrote."""
         collected = collect_batch(out)
         collected.errors = self.failures.settle(collected.errors)
+        self.versions.record(out.batch_id, self._written.value)
         return collected
 
     def _operating(self, rule, inputs: list[Frame]):
         """The context a rule is applied in: its operator's reporter (see
         :func:`~tablestream.runtime.failures.operating`)."""
         return operating(self._reporter(rule, inputs))
+
+
+class _Reports(AccumulatorParam):
+    """The versions the tasks of a run wrote, in the order the tasks finished."""
+
+    def zero(self, value):
+        return []
+
+    def addInPlace(self, value1, value2):  # noqa: N802 - Spark's name
+        value1.extend(value2)
+        return value1
 
 
 def _rule(node, physical: PhysicalPlan):

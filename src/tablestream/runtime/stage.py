@@ -1,6 +1,11 @@
 """A store stage: shuffle a DataFrame by key bytes into the store's state partitions and
 run a task kernel (:mod:`tablestream.runtime.kernels`) over each partition's rows.
 
+Each task opens its stores as of the versions the batch before left
+(:class:`~tablestream.runtime.state.VersionRecord`), under a commit id of its own, and
+reports the versions it wrote through ``written`` (a Spark accumulator: the reports of
+the tasks that succeeded reach the driver), from which the runner records the batch's.
+
 The shuffle is an explicit ``repartition(P, key)``: Spark places a row in partition
 ``pmod(hash(key), P)``, computed beside each row as ``_sp``; a task serves the state
 partition its rows name and checks that they all name the same one, so a store partition
@@ -9,14 +14,15 @@ always sees the same keys (nothing may coalesce the shuffle's partitions).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-from .state import StoreLayout, StoreSession
+from .state import NEWEST, StoreLayout, StoreSession, Version
 
 Kernel = Callable[..., pa.Table]  # (table, *sessions) -> table
 
@@ -33,6 +39,10 @@ class StoreStage:
     store: str | tuple[str, ...]
     partitions: int
     batch_id: int
+    # The versions before this batch (store -> partition -> version; None: each store
+    # as of its newest durable files) and where tasks report the versions they wrote.
+    versions: Mapping[str, Mapping[int, Version]] | None = field(default=None, compare=False)
+    written: Any = field(default=None, compare=False)
     # Schemas and partitioning columns from one batch to the next (building them costs
     # calls into the JVM); shared by the stages of an application.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False)
@@ -52,7 +62,7 @@ class StoreStage:
         from .failures import current_reporter
 
         reporter = current_reporter() if skipped is not None else None
-        layout, batch_id = self.layout, self.batch_id
+        layout, batch_id, versions, written = self.layout, self.batch_id, self.versions, self.written
         stores = (self.store,) if isinstance(self.store, str) else self.store
         memo = self.memo
         if ("schema", str(schema)) not in memo:
@@ -84,13 +94,25 @@ class StoreStage:
                     f"store {stores[0]}: one task received rows of state partitions {partition} and "
                     f"{int(placed[placed != partition][0])}"
                 )
+            commit = "" if versions is None else uuid.uuid4().hex[:12]
             with ExitStack() as stack:
-                sessions = [stack.enter_context(StoreSession(layout, s, partition, batch_id)) for s in stores]
+                sessions = [
+                    stack.enter_context(
+                        StoreSession(
+                            layout, s, partition, batch_id,
+                            expected=NEWEST if versions is None else versions.get(s, {}).get(partition),
+                            commit=commit,
+                        )
+                    )
+                    for s in stores
+                ]
                 out = kernel(table.drop_columns(["_sp"]), *sessions)
                 # The rows leave before the stores commit, so Spark consumes them while
                 # the stores write; the task ends only after the commit (a failed commit
                 # fails the task, and its retry replays the batch).
                 yield from out.cast(arrow_schema).to_batches()
+            if written is not None:
+                written.add([(s.store, partition, s.written) for s in sessions if s.written is not None])
 
         return shuffled.mapInArrow(task, spark_schema)
 

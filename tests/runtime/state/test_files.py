@@ -355,31 +355,33 @@ def test_a_snapshot_found_damaged_during_a_batch_is_passed_over_for_the_one_befo
     ), warning
 
 
-def test_a_block_found_damaged_again_in_the_only_snapshot_names_it(tmp_path):
+def test_a_block_found_damaged_again_in_the_only_snapshot_falls_back_to_the_changelogs(tmp_path, caplog):
     """A snapshot on the working copy's file system shares its table files (hard links):
-    damaged in place, the store rebuilt from the snapshot is damaged the same way, and
-    with no older snapshot only a reset gets out."""
+    damaged in place, the store rebuilt from the snapshot is damaged the same way; the
+    first snapshot leaves the changelogs before it, so the store is rebuilt from them."""
     layout = StoreLayout(tmp_path / "local", tmp_path / "durable", snapshot_every=3, application_id="revenue")
     _history(layout, BATCHES[:3])
     snapshot = layout.snapshot_dir("s", 0) / "2"
     _flip_first_blocks(_but_the_newest(layout.db_dir("s", 0)))
-    with pytest.raises(DamagedStateError) as damaged:
-        run(layout, 3, [b"a"], [b"9"])
-    assert re.fullmatch(
-        rf"State store 's' partition 0 is damaged: {re.escape(str(snapshot))}: unreadable snapshot: "
-        rf"{_block_damage(snapshot)} \({re.escape(RESET)}\)",
-        str(damaged.value),
-    ), str(damaged.value)
+    assert run(layout, 3, [b"a", b"b"], [b"9", None]) == [b"3", b"2"]
+    assert dump(layout, 4) == {b"a": b"9", b"c": b"4"}
+    assert [w.split(" (")[0] for w in _warnings(caplog)] == [
+        f"State store 's' partition 0: discarding its damaged working copy {layout.db_dir('s', 0)}",
+        f"State store 's' partition 0: its snapshot {snapshot} is damaged",
+    ]
 
 
-def test_changelogs_that_do_not_name_the_batch_before_them_still_restore(tmp_path):
-    """Changelogs written before they named the batch before them restore as they did."""
+def test_a_changelog_that_does_not_name_the_version_it_follows_is_damaged(tmp_path):
+    """Every changelog names the version it was written on; one that does not (written
+    by another format) is never replayed on a guess."""
     import pyarrow as pa
 
     layout = _lost_local_state(tmp_path)
-    for path in layout.changelog_dir("s", 0).glob("*.arrow"):
-        table = pa.ipc.open_file(str(path)).read_all().replace_schema_metadata(None)
-        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-    shutil.rmtree(layout.snapshot_dir("s", 0) / "5")
-    assert dump(layout, 7) == {b"a": b"6", b"c": b"7", b"d": b"5", b"e": b"8"}
+    path = layout.changelog_dir("s", 0) / "6.arrow"
+    table = pa.ipc.open_file(str(path)).read_all().replace_schema_metadata(None)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    assert _restore_error(layout) == (
+        f"State store 's' partition 0 is damaged: {path}: not a changelog (it does not name the "
+        f"version it follows) ({RESET})"
+    )

@@ -9,14 +9,18 @@ One concern per module, bottom up:
 * :mod:`.rocks`: the RocksDB database of one (store, partition): reads, write batches
   without the write-ahead log, level-0 compaction, checkpoints.
 * :mod:`.files`: :class:`StoreLayout` and the durable files: one changelog file per
-  (store, partition, batch), snapshots every ``snapshot_every`` batches, and the restore
-  of a database from the newest usable snapshot plus the changelogs after it.
+  (store, partition, batch, attempt), snapshots every ``snapshot_every`` batches, and
+  the restore of a database as of a version from the newest usable snapshot on its
+  chain plus the changelogs after it.
+* :mod:`.versioning`: store versions (batch, commit id of the attempt that wrote it) and
+  the runner's record of the version each batch left of each store partition.
 * :mod:`.session`: :class:`StoreSession`, a task's locked use of one store for one
-  batch (changelog first, then RocksDB, at commit).
+  batch, opened as of a version (changelog first, then RocksDB, at commit).
 """
 
 from .entries import StoreError
 from .files import StoreLayout
-from .session import StoreSession
+from .session import NEWEST, StoreSession
+from .versioning import Version, VersionRecord, Versions
 
-__all__ = ["StoreError", "StoreLayout", "StoreSession"]
+__all__ = ["NEWEST", "StoreError", "StoreLayout", "StoreSession", "Version", "VersionRecord", "Versions"]

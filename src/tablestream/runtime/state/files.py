@@ -1,15 +1,21 @@
 """Where the stores live, and their durable files: changelogs and snapshots.
 
-A batch's writes go to a changelog file of their own (one per store, partition and
-batch); a snapshot (a RocksDB checkpoint) is taken every ``snapshot_every`` batches, and
-older snapshots and the changelogs they cover are removed. A database that is missing or
-behind is rebuilt from the newest usable snapshot plus the changelogs after it, as Kafka
-Streams restores a task from its changelog.
+A store's contents after a batch that wrote it are a *version*: the batch id and the
+commit id of the task attempt that wrote it (:class:`Version`). A batch's writes go to a
+changelog file of their own, named by its version (one per store, partition and task
+attempt: two attempts of one task, on two hosts, never write the same file, and the
+runner records which one counts: :mod:`.versions`); a snapshot (a RocksDB checkpoint) is
+taken every ``snapshot_every`` batches, and older snapshots and the changelogs they
+cover are removed.
 
-Each changelog names the batch that wrote the store before it (``previous`` in the Arrow
-schema's metadata), so a restore notices a changelog or snapshot that is missing, not
-only one that is damaged: both raise :class:`~tablestream.errors.DamagedStateError`
-naming the file and how to start over.
+Each changelog names the version it was written on (``previous`` in the Arrow schema's
+metadata), so the versions form a chain: a store is opened *as of a version* by walking
+the chain back from it to a base (the working copy when it is exactly a version on the
+chain, else the newest snapshot on it, else the empty store) and replaying the
+changelogs after the base, as Kafka Streams restores a task from its changelog. A
+changelog or snapshot the chain needs that is missing or damaged raises
+:class:`~tablestream.errors.DamagedStateError` naming the file and how to start over:
+a store that should hold earlier batches never opens empty.
 
 The live database (the working copy) is a cache of these files: one that is damaged is
 discarded, with one warning line naming it, and rebuilt from them
@@ -21,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,32 +36,45 @@ import pyarrow as pa
 
 from ...errors import DamagedStateError, first_line, reset_hint
 from .rocks import DamagedDatabase, RocksStore
+from .versioning import Version, VersionRecord, parse_version, version_name
 
 _LOG = logging.getLogger(__name__)
 _CHANGELOG_SCHEMA = pa.schema([("key", pa.binary()), ("entry", pa.binary())])
-_PREVIOUS = b"previous"  # changelog metadata: the batch that wrote the store before this one
-
-
+_PREVIOUS = b"previous"  # changelog metadata: the version it was written on (-1: none)
 @dataclass(frozen=True)
 class StoreLayout:
     """Where the stores of an application live.
 
-    ``local_dir`` holds the live RocksDB databases (fast local disk); ``durable_dir``
-    the changelogs and snapshots they are rebuilt from (the checkpoint location).
-    ``application_id`` names the application in errors about damaged files.
+    ``local_dir`` holds the live RocksDB databases, the working copies (fast local
+    disk); None: each executor's own local directory (:func:`executor_local_dir`), as on
+    a cluster, where a store partition may run on another host than the batch before.
+    ``durable_dir`` holds the changelogs and snapshots they are rebuilt from (the
+    checkpoint location, which every executor sees). ``application_id`` names the
+    application in errors about damaged files; with ``run``, it names its working
+    copies' directory on an executor.
     """
 
-    local_dir: Path
+    local_dir: Path | None
     durable_dir: Path
     snapshot_every: int = 10
     snapshots_kept: int = 2
     application_id: str | None = None
+    run: str | None = None
+
+    @property
+    def working_dir(self) -> Path:
+        """The directory of the working copies on this host (on an executor's local
+        disk, one per application and run: a reset leaves the copies of the run
+        before behind)."""
+        if self.local_dir is not None:
+            return self.local_dir
+        return executor_local_dir() / "tablestream" / (self.application_id or "stores") / (self.run or "run")
 
     def db_dir(self, store: str, partition: int) -> Path:
-        return self.local_dir / store / str(partition) / "db"
+        return self.working_dir / store / str(partition) / "db"
 
     def lock_file(self, store: str, partition: int) -> Path:
-        return self.local_dir / store / str(partition) / ".lock"
+        return self.working_dir / store / str(partition) / ".lock"
 
     def changelog_dir(self, store: str, partition: int) -> Path:
         return self.durable_dir / store / str(partition) / "changelog"
@@ -62,8 +82,35 @@ class StoreLayout:
     def snapshot_dir(self, store: str, partition: int) -> Path:
         return self.durable_dir / store / str(partition) / "snapshots"
 
+    @property
+    def versions_dir(self) -> Path:
+        """Where the runner records the version of each store partition after each
+        batch (:class:`~.versioning.VersionRecord`)."""
+        return self.durable_dir / ".versions"
 
-def _batch_files(directory: Path, suffix: str = "") -> dict[int, Path]:
+    def version_record(self) -> VersionRecord:
+        """The record of the stores' versions after each batch."""
+        return VersionRecord(self.versions_dir, self._damaged_record)
+
+    def _damaged_record(self, path: Path, problem: str) -> DamagedStateError:
+        return DamagedStateError(
+            f"The record of the stores' versions is damaged: {path}: {problem} ({reset_hint(self.application_id)})"
+        )
+
+
+def executor_local_dir() -> Path:
+    """This host's local directory for Spark's scratch files: the first of
+    ``SPARK_LOCAL_DIRS`` (standalone, Kubernetes), ``LOCAL_DIRS`` (YARN) or
+    ``SPARK_EXECUTOR_DIRS``, else the temporary directory."""
+    for variable in ("SPARK_LOCAL_DIRS", "LOCAL_DIRS", "SPARK_EXECUTOR_DIRS"):
+        value = os.environ.get(variable, "")
+        first = value.replace(os.pathsep, ",").split(",")[0].strip()
+        if first:
+            return Path(first)
+    return Path(tempfile.gettempdir())
+
+
+def _version_files(directory: Path, suffix: str = "") -> dict[Version, Path]:
     if not directory.exists():
         return {}
     found = {}
@@ -71,25 +118,35 @@ def _batch_files(directory: Path, suffix: str = "") -> dict[int, Path]:
         name = path.name
         if suffix and not name.endswith(suffix):
             continue
-        stem = name[: -len(suffix)] if suffix else name
-        if stem.isdigit():
-            found[int(stem)] = path
+        version = Version.parse(name[: -len(suffix)] if suffix else name)
+        if version is not None:
+            found[version] = path
     return found
 
 
 @dataclass(frozen=True)
 class StoreFiles:
-    """The changelogs and snapshots of one (store, partition), by batch id."""
+    """The changelogs and snapshots of one (store, partition), by version."""
 
     layout: StoreLayout
     store: str
     partition: int
 
-    def changelogs(self) -> dict[int, Path]:
-        return _batch_files(self.layout.changelog_dir(self.store, self.partition), ".arrow")
+    def changelogs(self) -> dict[Version, Path]:
+        return _version_files(self.layout.changelog_dir(self.store, self.partition), ".arrow")
 
-    def snapshots(self) -> dict[int, Path]:
-        return _batch_files(self.layout.snapshot_dir(self.store, self.partition))
+    def snapshots(self) -> dict[Version, Path]:
+        return _version_files(self.layout.snapshot_dir(self.store, self.partition))
+
+    def newest_before(self, batch_id: int) -> Version | None:
+        """The newest version of a batch before ``batch_id`` among the durable files (by
+        batch, then by the files' times): the version a store used directly, without a
+        runner's record, is opened as of."""
+        found = {**self.changelogs(), **self.snapshots()}
+        candidates = [v for v in found if v.batch < batch_id]
+        if not candidates:
+            return None
+        return max(candidates, key=lambda v: (v.batch, _mtime(found[v])))
 
     def damaged(self, path: Path, problem: str) -> DamagedStateError:
         """The error for a damaged or missing file of this store: one self-contained line."""
@@ -109,84 +166,99 @@ class StoreFiles:
         )
         _remove(path)
 
-    def write_changelog(
-        self, batch_id: int, keys: pa.Array, entries: pa.Array, previous: int | None = None
-    ) -> None:
-        """Write a batch's changelog file (key, entry; a null entry deletes), atomically.
-        ``previous``: the batch that wrote the store before this one (-1: none), kept in
-        the file so that a restore can tell a missing changelog."""
-        schema = _CHANGELOG_SCHEMA
-        if previous is not None:
-            schema = schema.with_metadata({_PREVIOUS: str(previous).encode()})
+    def write_changelog(self, version: Version, keys: pa.Array, entries: pa.Array, previous: Version | None) -> None:
+        """Write the changelog of ``version`` (key, entry; a null entry deletes),
+        atomically. ``previous``: the version it was written on (None: the empty store)."""
+        schema = _CHANGELOG_SCHEMA.with_metadata({_PREVIOUS: version_name(previous).encode()})
         table = pa.table({"key": keys, "entry": entries}, schema=schema)
         changelog_dir = self.layout.changelog_dir(self.store, self.partition)
         changelog_dir.mkdir(parents=True, exist_ok=True)
-        target = changelog_dir / f"{batch_id}.arrow"
+        target = changelog_dir / f"{version.name}.arrow"
         tmp = target.with_suffix(".tmp")
         with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
             writer.write_table(table)
         os.replace(tmp, target)
 
-    def read_changelog(self, path: Path) -> tuple[pa.Table, int | None]:
-        """A changelog file's keys and entries, and the batch that wrote the store before
-        it (None when the file does not say)."""
+    def read_changelog(self, path: Path) -> tuple[pa.Table, Version | None]:
+        """A changelog file's keys and entries, and the version it was written on."""
         try:
             table = pa.ipc.open_file(str(path)).read_all()
         except (OSError, pa.ArrowException) as err:
             raise self.damaged(path, f"unreadable changelog: {first_line(err)}") from None
         if table.schema.remove_metadata() != _CHANGELOG_SCHEMA:
             raise self.damaged(path, f"not a changelog (columns {', '.join(table.column_names) or 'none'})")
-        previous = (table.schema.metadata or {}).get(_PREVIOUS)
-        return table, None if previous is None else int(previous)
-
-    def replay(self, db: RocksStore, changelogs: dict[int, Path], after: int, before: int) -> None:
-        """Write the changelogs of the batches after ``after`` (the last batch ``db``
-        holds) and before ``before`` to ``db``, one write batch each, checking that each
-        follows the one before."""
-        changelog_dir = self.layout.changelog_dir(self.store, self.partition)
-        for batch in sorted(b for b in changelogs if after < b < before):
-            table, previous = self.read_changelog(changelogs[batch])
-            if previous is not None and previous > after:
-                raise self.damaged(
-                    changelog_dir / f"{previous}.arrow",
-                    f"missing, and no snapshot holds batch {previous} (the changelog of batch {batch} follows it)",
-                )
-            if previous is not None and previous < after:
-                raise self.damaged(
-                    changelogs[batch], f"follows batch {previous}, but the store holds batch {after}"
-                )
-            db.write(table.column("key"), table.column("entry"), batch)
-            after = batch
-
-    def restore(
-        self, changelogs: dict[int, Path], batch_id: int, unusable: Mapping[Path, str] | None = None
-    ) -> RocksStore:
-        """The database rebuilt, in place of what was there, from the newest snapshot
-        before ``batch_id`` and the changelogs after it. A snapshot that RocksDB finds
-        damaged (or one of ``unusable``: snapshot -> problem, found so before) is passed
-        over, with one warning line, for the one before it (kept with the changelogs
-        after it); when none is left, the newest one's error is raised."""
-        snapshots = self.snapshots()
-        passed_over: list[tuple[Path, str]] = []
-        for batch in sorted((b for b in snapshots if b < batch_id), reverse=True):
-            snapshot = snapshots[batch]
-            if unusable and snapshot in unusable:
-                passed_over.append((snapshot, unusable[snapshot]))
-                continue
-            try:
-                return self._restore_from(snapshot, batch, changelogs, batch_id)
-            except _UnusableSnapshot as err:
-                passed_over.append((snapshot, err.problem))
-                self.pass_over(snapshot, err.problem)
-        if passed_over:
-            raise self.damaged(*passed_over[0])
-        db_dir = self._empty_db_dir()
         try:
-            db = RocksStore(db_dir)
-        except DamagedDatabase as err:
-            raise self.unreadable(err) from None
-        self._replay_into(db, changelogs, -1, batch_id)
-        return db
+            previous = parse_version((table.schema.metadata or {}).get(_PREVIOUS, b"").decode())
+        except (UnicodeDecodeError, ValueError):
+            raise self.damaged(path, "not a changelog (it does not name the version it follows)") from None
+        return table, previous
+
+    def chain(
+        self, target: Version | None, copy: Version | None = None, unusable: Mapping[Path, str] | None = None
+    ) -> _Chain:
+        """How to build the store as of ``target``: walking the changelogs back from it
+        to the first base found, the working copy (when it holds ``copy``, a version on
+        the chain), a snapshot (not one of ``unusable``) or the empty store; the
+        changelogs after the base, oldest first."""
+        changelogs, snapshots = self.changelogs(), self.snapshots()
+        steps: list[tuple[Version, pa.Table]] = []
+        version, follower = target, None
+        while version is not None:
+            if version == copy:
+                return _Chain("copy", version, steps[::-1])
+            snapshot = snapshots.get(version)
+            if snapshot is not None and not (unusable and snapshot in unusable):
+                return _Chain("snapshot", version, steps[::-1], snapshot)
+            if version not in changelogs:
+                then = (
+                    "the store's last batch" if follower is None
+                    else f"the changelog of batch {follower.batch} follows it"
+                )
+                raise self.damaged(
+                    self.layout.changelog_dir(self.store, self.partition) / f"{version.name}.arrow",
+                    f"missing, and no snapshot holds batch {version.batch} ({then})",
+                )
+            table, previous = self.read_changelog(changelogs[version])
+            steps.append((version, table))
+            version, follower = previous, version
+        return _Chain("empty", None, steps[::-1])
+
+    def replay(self, db: RocksStore, steps: list[tuple[Version, pa.Table]]) -> None:
+        """Write the changelogs of a chain to ``db``, one write batch each."""
+        for version, table in steps:
+            db.write(table.column("key"), table.column("entry"), version, db.version())
+
+    def restore(self, target: Version | None, unusable: Mapping[Path, str] | None = None) -> RocksStore:
+        """The database rebuilt, in place of what was there, as of ``target``: from the
+        newest snapshot on its chain and the changelogs after it. A snapshot that
+        RocksDB finds damaged (or one of ``unusable``: snapshot -> problem, found so
+        before) is passed over, with one warning line, for the one before it on the
+        chain (with the changelogs after that one); when the chain breaks beyond one
+        passed over, the newest passed over is named."""
+        unusable = dict(unusable or {})
+        passed_over = [(path, problem) for path, problem in unusable.items()]
+        while True:
+            try:
+                chain = self.chain(target, unusable=unusable)
+            except DamagedStateError:
+                if passed_over:
+                    raise self.damaged(*max(passed_over, key=lambda p: _snapshot_batch(p[0]))) from None
+                raise
+            try:
+                if chain.base == "snapshot":
+                    assert chain.snapshot is not None and chain.version is not None
+                    return self._restore_from(chain.snapshot, chain.version, chain.steps)
+                db_dir = self._empty_db_dir()
+                try:
+                    db = RocksStore(db_dir)
+                except DamagedDatabase as err:
+                    raise self.unreadable(err) from None
+                self._replay_into(db, chain.steps)
+                return db
+            except _UnusableSnapshot as err:
+                unusable[err.path] = err.problem
+                passed_over.append((err.path, err.problem))
+                self.pass_over(err.path, err.problem)
 
     def unreadable(self, err: DamagedDatabase) -> DamagedStateError:
         """The error for a database built from changelogs alone and found damaged: the
@@ -212,15 +284,15 @@ class StoreFiles:
         db_dir.parent.mkdir(parents=True, exist_ok=True)
         return db_dir
 
-    def _restore_from(self, snapshot: Path, batch: int, changelogs: dict[int, Path], batch_id: int) -> RocksStore:
-        """The snapshot of ``batch`` copied to the database's directory, opened, and
-        caught up with the changelogs after it to cover the batches before ``batch_id``."""
+    def _restore_from(self, snapshot: Path, version: Version, steps: list[tuple[Version, pa.Table]]) -> RocksStore:
+        """The snapshot of ``version`` copied to the database's directory, opened, and
+        caught up with the changelogs after it."""
         db_dir = self._empty_db_dir()
         db = None
         try:
             shutil.copytree(snapshot, db_dir)
             db = RocksStore(db_dir)
-            held = db.last_batch()
+            held = db.version()
         except (OSError, DamagedDatabase) as err:
             if db is not None:
                 db.abandon()
@@ -228,20 +300,22 @@ class StoreFiles:
             if isinstance(err, DamagedDatabase):
                 raise _UnusableSnapshot(snapshot, self.snapshot_problem(err, snapshot)) from None
             raise _UnusableSnapshot(snapshot, f"unreadable snapshot: {first_line(err)}") from None
-        if held != batch:
+        if held != version:
             db.close()
             shutil.rmtree(db_dir, ignore_errors=True)
-            holds = "no batch" if held < 0 else f"batch {held}"
-            raise _UnusableSnapshot(snapshot, f"not a snapshot of batch {batch} (it holds {holds})")
+            holds = "no batch" if held is None else f"batch {held.batch}"
+            if held is not None and held.batch == version.batch:
+                holds = f"version {held.name}"
+            raise _UnusableSnapshot(snapshot, f"not a snapshot of batch {version.batch} (it holds {holds})")
         db.copied_from = snapshot
-        self._replay_into(db, changelogs, batch, batch_id)
+        self._replay_into(db, steps)
         return db
 
-    def _replay_into(self, db: RocksStore, changelogs: dict[int, Path], after: int, before: int) -> None:
+    def _replay_into(self, db: RocksStore, steps: list[tuple[Version, pa.Table]]) -> None:
         """:meth:`replay`, closing ``db`` when it fails; RocksDB's report of a damaged
         block in a copied snapshot makes that snapshot unusable."""
         try:
-            self.replay(db, changelogs, after=after, before=before)
+            self.replay(db, steps)
         except DamagedDatabase as err:
             db.abandon()
             if db.copied_from is None:
@@ -252,32 +326,59 @@ class StoreFiles:
             db.close()
             raise
 
-    def snapshot_if_due(self, db: RocksStore, batch_id: int) -> None:
-        """Snapshot ``db`` as of ``batch_id`` when one is due; then remove the snapshots
-        beyond ``snapshots_kept`` and the changelogs the oldest kept one covers."""
+    def snapshot_if_due(self, db: RocksStore, version: Version) -> None:
+        """Snapshot ``db`` as of ``version`` when one is due; then remove the snapshots
+        of batches beyond the newest ``snapshots_kept`` (at least two) and the
+        changelogs the oldest kept one covers: the version before the newest snapshot
+        (what a replay of its batch reads) can always be rebuilt."""
         snapshots = self.snapshots()
-        if snapshots and batch_id - max(snapshots) < self.layout.snapshot_every:
+        newest = max((v.batch for v in snapshots), default=None)
+        if newest is not None and version.batch - newest < self.layout.snapshot_every:
             return
-        if not snapshots and batch_id + 1 < self.layout.snapshot_every:
+        if newest is None and version.batch + 1 < self.layout.snapshot_every:
             return
-        target = self.layout.snapshot_dir(self.store, self.partition) / str(batch_id)
+        target = self.layout.snapshot_dir(self.store, self.partition) / version.name
         if target.exists():
             shutil.rmtree(target)
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.parent / f".{batch_id}.tmp"
+        tmp = target.parent / f".{version.name}.tmp"
         if tmp.exists():
             shutil.rmtree(tmp)
         db.checkpoint(tmp)
         os.replace(tmp, target)
-        snapshots[batch_id] = target
-        kept = sorted(snapshots)[-self.layout.snapshots_kept :]
-        for batch, path in snapshots.items():
-            if batch not in kept:
+        snapshots[version] = target
+        kept = sorted({v.batch for v in snapshots})[-max(self.layout.snapshots_kept, 2) :]
+        for old, path in snapshots.items():
+            if old.batch not in kept:
                 shutil.rmtree(path, ignore_errors=True)
-        oldest = kept[0]
-        for batch, path in self.changelogs().items():
-            if batch <= oldest:
+        if len(kept) < 2:
+            return  # the version this one was written on stays restorable (a replay of it)
+        for old, path in self.changelogs().items():
+            if old.batch <= kept[0]:
                 path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """How a store is built as of a version: its ``base`` (``copy``: the working copy,
+    ``snapshot``, ``empty``) at ``version``, and the changelogs after it."""
+
+    base: str
+    version: Version | None
+    steps: list[tuple[Version, pa.Table]]
+    snapshot: Path | None = None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _snapshot_batch(path: Path) -> int:
+    version = Version.parse(path.name)
+    return -1 if version is None else version.batch
 
 
 def _remove(path: Path) -> None:

@@ -2,7 +2,8 @@
 checkpoint.
 
 The only module that uses ``rocksdict``; the others see user keys and entries. User keys
-live under a data prefix, beside a metadata key holding the last batch written.
+live under a data prefix, beside metadata keys holding the version the database is at
+(the last batch written and its commit id) and the version before it.
 
 RocksDB's reports of damaged files (a database that does not open, a block whose
 checksum does not match when it is read, an iterator that stops on one) are raised as
@@ -23,11 +24,12 @@ from rocksdict import Checkpoint, Options, Rdict, WriteBatch, WriteOptions
 
 from ...errors import first_line
 from ..binary import strip_prefix
+from .versioning import Version, parse_version, version_name
 
 _DATA = b"\x01"  # user keys live under this prefix; metadata under _META
 _META = b"\x00"
-_LAST_BATCH = _META + b"last-batch"
-_PREVIOUS_BATCH = _META + b"previous-batch"  # the batch that wrote before the last one
+_VERSION = _META + b"version"  # the version written last
+_PREVIOUS = _META + b"previous-version"  # the version it was written on
 # A batch's writes skip RocksDB's write-ahead log: the changelog file written first is
 # the store's log (closing a store flushes it; a store that lost its last write replays
 # that changelog when it opens).
@@ -103,21 +105,28 @@ class RocksStore:
     def level0_files(self) -> int:
         return self._db.property_int_value("rocksdb.num-files-at-level0") or 0
 
+    def version(self) -> Version | None:
+        """The version the database holds (None: nothing written)."""
+        return self._version_at(_VERSION)
+
+    def previous_version(self) -> Version | None:
+        """The version the last one was written on (None: the empty store)."""
+        return self._version_at(_PREVIOUS)
+
     def last_batch(self) -> int:
         """The last batch written (-1 for none)."""
-        with self._checked():
-            raw = self._db.get(_LAST_BATCH)
-        return -1 if raw is None else int(raw)
+        version = self.version()
+        return -1 if version is None else version.batch
 
-    def batch_before(self, batch_id: int) -> int | None:
-        """The last batch before ``batch_id`` that wrote this database (-1 for none;
-        None when unknown: a database written before this was recorded)."""
-        last = self.last_batch()
-        if last < batch_id:
-            return last
+    def _version_at(self, key: bytes) -> Version | None:
         with self._checked():
-            raw = self._db.get(_PREVIOUS_BATCH)
-        return None if raw is None else int(raw)
+            raw = self._db.get(key)
+        if raw is None:
+            return None
+        try:
+            return parse_version(raw.decode())
+        except (UnicodeDecodeError, ValueError):
+            raise DamagedDatabase(self.path, f"unreadable version {raw[:40]!r}") from None
 
     # ---------------------------------------------------------------------- reads
     def get(self, keys: Sequence[bytes]) -> list[bytes | None]:
@@ -185,10 +194,15 @@ class RocksStore:
         return owner, strip_prefix(pa.array(keys, pa.binary()), sizes[owner]), pa.array(entries, pa.binary())
 
     # --------------------------------------------------------------------- writes
-    def write(self, keys: pa.Array | pa.ChunkedArray, entries: pa.Array | pa.ChunkedArray, batch_id: int) -> None:
-        """Write ``entries`` under ``keys`` (a null entry deletes) and ``batch_id`` as the
-        last batch, in one write batch without the write-ahead log."""
-        previous = self.batch_before(batch_id)
+    def write(
+        self,
+        keys: pa.Array | pa.ChunkedArray,
+        entries: pa.Array | pa.ChunkedArray,
+        version: Version,
+        previous: Version | None,
+    ) -> None:
+        """Write ``entries`` under ``keys`` (a null entry deletes) as ``version``, written
+        on ``previous``, in one write batch without the write-ahead log."""
         wb = WriteBatch(raw_mode=True)
         stored_keys = pc.binary_join_element_wise(_DATA, keys, b"").to_pylist()
         for key, entry in zip(stored_keys, entries.to_pylist(), strict=True):
@@ -196,9 +210,8 @@ class RocksStore:
                 wb.delete(key)
             else:
                 wb.put(key, entry)
-        wb.put(_LAST_BATCH, str(batch_id).encode())
-        if previous is not None:
-            wb.put(_PREVIOUS_BATCH, str(previous).encode())
+        wb.put(_VERSION, version.name.encode())
+        wb.put(_PREVIOUS, version_name(previous).encode())
         with self._checked():
             self._db.write(wb, _NO_WAL)
 

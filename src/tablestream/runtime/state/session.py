@@ -1,9 +1,12 @@
 """A task's session with the store of its partition for one batch (:class:`StoreSession`).
 
-Opens the database as of the batch (rebuilt from the durable files when missing or
-behind), reads and writes it with vectorized calls, and commits once: the changelog file
-first, then RocksDB. A store directory is held by one process at a time (an ``fcntl``
-lock beside it), so two Python workers never open the same RocksDB.
+Opens the database as of the version it should hold before the batch (the runner's
+record, :mod:`.versions`; for a store used directly, the newest durable one): the working
+copy when it is exactly that version (or a run of this batch written on it), else
+rebuilt from the durable files (:meth:`StoreFiles.chain`). It reads and writes with
+vectorized calls and commits once: the changelog file of its own version (the batch and
+this attempt's commit id) first, then RocksDB. A working copy is held by one process at
+a time (an ``fcntl`` lock beside it), so two Python workers never open the same RocksDB.
 
 The live database is a cache of the durable files. When RocksDB finds it damaged (it
 does not open, or a block read during the batch does not check out), the session
@@ -38,10 +41,15 @@ from .entries import (
 )
 from .files import StoreFiles, StoreLayout
 from .rocks import DamagedDatabase, RocksStore
+from .versioning import Version
 
-__all__ = ["StoreError", "StoreSession"]
+__all__ = ["NEWEST", "StoreError", "StoreSession"]
 
 _T = TypeVar("_T")
+
+#: Open a store as of the newest version among its durable files (a store used
+#: directly; an application's runner says which version instead).
+NEWEST = "newest"
 
 
 class StoreSession:
@@ -49,14 +57,32 @@ class StoreSession:
 
     >>> with StoreSession(layout, "counts", 0, batch_id=7) as store:    # doctest: +SKIP
     ...     old = store.get_and_put([b"k"], [b"v"])
+
+    ``expected``: the version the store holds before this batch (None: nothing written),
+    or :data:`NEWEST`. ``commit``: this attempt's commit id, naming its changelog (empty:
+    the batch id alone, for a store with one writer). After a commit that wrote,
+    ``written`` is the new version.
     """
 
-    def __init__(self, layout: StoreLayout, store: str, partition: int, batch_id: int) -> None:
+    def __init__(
+        self,
+        layout: StoreLayout,
+        store: str,
+        partition: int,
+        batch_id: int,
+        *,
+        expected: Version | None | str = NEWEST,
+        commit: str = "",
+    ) -> None:
         self.layout = layout
         self.store = store
         self.partition = partition
         self.batch_id = batch_id
+        self.version = Version(batch_id, commit)
+        self.written: Version | None = None
         self._files = StoreFiles(layout, store, partition)
+        self._newest = expected == NEWEST
+        self._expected: Version | None = None if self._newest else expected  # type: ignore[assignment]
         self._db: RocksStore | None = None
         self._lock: IO[str] | None = None
         self._pending: dict[bytes, bytes] = {}  # user key -> entry written by this batch
@@ -114,44 +140,53 @@ class StoreSession:
         except (FileExistsError, NotADirectoryError):
             pass
         for path in reversed([directory, *directory.parents]):
-            if path.exists() and not path.is_dir() and path.is_relative_to(self.layout.local_dir):
+            if path.exists() and not path.is_dir() and path.is_relative_to(self.layout.working_dir):
                 self._files.discard_working_copy(path, "a file, not a directory")
                 break
         directory.mkdir(parents=True, exist_ok=True)
 
     def _open_current(self) -> RocksStore:
-        """Open the database, rebuilt to cover every batch before this one."""
+        """Open the database as of the version before this batch."""
+        if self._newest:
+            self._expected = self._files.newest_before(self.batch_id)
         db_dir = self.layout.db_dir(self.store, self.partition)
-        changelogs = self._files.changelogs()
         if db_dir.exists() and not db_dir.is_dir():
             self._files.discard_working_copy(db_dir, "a file, not a directory")
         elif db_dir.exists():
             try:
-                db = self._catch_up(db_dir, changelogs)
+                db = self._working_copy(db_dir)
             except DamagedDatabase as err:
                 self._files.discard_working_copy(err.path, err.problem)
                 self._rebuilt = True
             else:
                 if db is not None:
                     return db
-        return self._files.restore(changelogs, self.batch_id)
+        return self._files.restore(self._expected)
 
-    def _catch_up(self, db_dir: Path, changelogs: dict[int, Path]) -> RocksStore | None:
-        """The working copy, caught up with the changelogs to cover every batch before
-        this one; None when it is older than the newest usable snapshot."""
+    def _working_copy(self, db_dir: Path) -> RocksStore | None:
+        """The working copy, when it holds the version before this batch (or a run of
+        this batch written on it), or a version on that version's chain after the
+        newest snapshot on it (then caught up with the changelogs after it); None when
+        it must be rebuilt."""
         db = RocksStore(db_dir)
         try:
-            last = db.last_batch()
-            if last > self.batch_id:
+            held = db.version()
+            if held == self._expected:
+                return db
+            if held is not None and held.batch == self.batch_id and db.previous_version() == self._expected:
+                return db  # a run of this batch: the entries give what it read
+            if held is not None and held.batch > self.batch_id and self._newest:
                 raise StoreError(
-                    f"store {self.store}/{self.partition} holds batch {last}, ahead of batch {self.batch_id}"
+                    f"store {self.store}/{self.partition} holds batch {held.batch}, ahead of batch {self.batch_id}"
                 )
-            # Changelogs up to a snapshot are deleted; a store older than the newest
-            # usable snapshot may miss some, so it is rebuilt from that snapshot.
-            if any(last < b < self.batch_id for b in self._files.snapshots()):
+            if held is not None and (self._expected is None or held.batch >= self._expected.batch):
+                db.close()
+                return None  # a version off the chain: written by a run that did not count
+            chain = self._files.chain(self._expected, copy=held)
+            if chain.base != "copy":
                 db.close()
                 return None
-            self._files.replay(db, changelogs, after=last, before=self.batch_id)
+            self._files.replay(db, chain.steps)
         except DamagedDatabase:
             db.abandon()
             raise
@@ -185,7 +220,7 @@ class StoreSession:
             raise self._files.unreadable(err) from None
         else:
             self._files.discard_working_copy(err.path, err.problem)
-        self._db = self._files.restore(self._files.changelogs(), self.batch_id, self._unusable)
+        self._db = self._files.restore(self._expected, self._unusable)
         self._rebuilt = True
 
     def _stored_items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -378,11 +413,12 @@ class StoreSession:
     def _write_batch(self, keys: pa.Array, entries: pa.Array) -> None:
         """Write ``entries`` under ``keys`` (a null entry deletes) as this batch's
         changelog file, then to RocksDB in one write batch."""
-        previous = self._use(lambda db: db.batch_before(self.batch_id))
-        self._files.write_changelog(self.batch_id, keys, entries, previous)
-        self._use(lambda db: db.write(keys, entries, self.batch_id))
+        version, previous = self.version, self._expected
+        self._files.write_changelog(version, keys, entries, previous)
+        self._use(lambda db: db.write(keys, entries, version, previous))
         assert self._db is not None
-        self._files.snapshot_if_due(self._db, self.batch_id)
+        self._files.snapshot_if_due(self._db, version)
+        self.written = version
 
 
 def _merge_sorted(

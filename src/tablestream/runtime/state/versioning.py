@@ -1,0 +1,129 @@
+"""Store versions: a store partition's contents after a batch that wrote it, named by
+the batch and the commit id of the task attempt that wrote it; and the runner's record
+of which version of each store partition each batch left (:class:`VersionRecord`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+_NONE = "-1"  # no version: the empty store
+
+
+class Version(NamedTuple):
+    """A store partition's contents after a batch that wrote it: the batch id and the
+    commit id of the task attempt that wrote it (empty when one writer is certain, as
+    in a store used directly). Its name (``12`` or ``12-3f9a0c1b2d4e``) names its
+    changelog file and snapshot."""
+
+    batch: int
+    commit: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.batch}-{self.commit}" if self.commit else str(self.batch)
+
+    @classmethod
+    def parse(cls, name: str) -> Version | None:
+        """The version a file stem names; None for a name that is not one."""
+        batch, _, commit = name.partition("-")
+        if not batch.isdigit() or (_ and not commit.isalnum()):
+            return None
+        return cls(int(batch), commit)
+
+
+def version_name(version: Version | None) -> str:
+    """``version``'s name, or ``-1`` for none (the empty store)."""
+    return _NONE if version is None else version.name
+
+
+def parse_version(name: str) -> Version | None:
+    """The version ``name`` names (:func:`version_name`'s inverse); ValueError if none."""
+    if name == _NONE:
+        return None
+    version = Version.parse(name)
+    if version is None:
+        raise ValueError(f"not a store version: {name!r}")
+    return version
+
+
+Versions = dict[str, dict[int, Version]]  # store -> state partition -> version
+
+
+class VersionRecord:
+    """The version of each store partition after each batch, as the runner records it
+    when the batch's stages have run, before its outputs commit: ``<directory>/<batch>.json``
+    (the newest few are kept). A batch opens each store partition as of the record of
+    the batch before it, so a working copy written by an attempt that did not count,
+    or left behind on a host the partition has since moved from, is never used, and a
+    partition with no durable files that should hold earlier batches is an error.
+
+    >>> record = VersionRecord(layout.versions_dir)                    # doctest: +SKIP
+    >>> record.record(7, [("counts", 0, Version(7, "3f9a0c1b2d4e"))])  # doctest: +SKIP
+    >>> record.before(8)["counts"][0]                                  # doctest: +SKIP
+    Version(batch=7, commit='3f9a0c1b2d4e')
+    """
+
+    def __init__(self, directory: Path, damaged: Callable[[Path, str], Exception], kept: int = 3) -> None:
+        self.directory = directory
+        self._damaged = damaged
+        self.kept = kept
+        self._known: dict[int, Versions] = {}
+
+    def before(self, batch_id: int) -> Versions:
+        """The versions every batch before ``batch_id`` left (empty for batch 0); the
+        record of the batch before it must be there."""
+        if batch_id == 0:
+            return {}
+        batch = batch_id - 1
+        if batch not in self._known:
+            self._known[batch] = self._read(batch)
+        return self._known[batch]
+
+    def record(self, batch_id: int, written: Iterable[tuple[str, int, Version]]) -> Versions:
+        """Record the versions after ``batch_id``: those before it, with the partitions
+        it wrote (of several reports for one partition, the last counts)."""
+        versions = {store: dict(parts) for store, parts in self.before(batch_id).items()}
+        for store, partition, version in written:
+            if version.batch == batch_id:
+                versions.setdefault(store, {})[partition] = version
+        self.directory.mkdir(parents=True, exist_ok=True)
+        target = self.directory / f"{batch_id}.json"
+        tmp = self.directory / f".{batch_id}.json.tmp"
+        text = {store: {str(p): v.name for p, v in sorted(parts.items())} for store, parts in sorted(versions.items())}
+        tmp.write_text(json.dumps({"batch": batch_id, "stores": text}))
+        os.replace(tmp, target)
+        self._known = {b: v for b, v in self._known.items() if b == batch_id - 1}
+        self._known[batch_id] = versions
+        for path in self.directory.glob("*.json"):
+            if path.stem.isdigit() and int(path.stem) <= batch_id - self.kept:
+                path.unlink(missing_ok=True)
+        return versions
+
+    def _read(self, batch: int) -> Versions:
+        path = self.directory / f"{batch}.json"
+        try:
+            recorded = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise self._damaged(path, f"missing (the stores' versions after batch {batch})") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise self._damaged(path, f"unreadable: {str(err).splitlines()[0]}") from None
+        try:
+            if recorded["batch"] != batch:
+                raise ValueError(f"it records batch {recorded['batch']}")
+            return {
+                store: {int(p): _recorded_version(name) for p, name in parts.items()}
+                for store, parts in recorded["stores"].items()
+            }
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise self._damaged(path, f"not a record of the stores' versions ({err})") from None
+
+
+def _recorded_version(name: str) -> Version:
+    version = parse_version(name)
+    if version is None:
+        raise ValueError(f"no version in {name!r}")
+    return version
