@@ -68,3 +68,23 @@ def test_the_download_notice_shows_the_default_ivy_directory_under_home(monkeypa
     monkeypatch.setenv("HOME", str(tmp_path))
     notice = download_notice({"spark.jars.packages": PACKAGES[0]})
     assert notice == "Downloading Spark packages (delta-spark) once, to ~/.ivy2.5.2 ..."
+
+
+@pytest.mark.parametrize(
+    ("master", "submit_args", "local"),
+    [
+        (None, "", True),
+        ("local[2]", "", True),
+        ("local-cluster[2,1,1024]", "", True),
+        ("spark://127.0.0.1:7077", "", False),
+        (None, "--master yarn --deploy-mode client pyspark-shell", False),
+        (None, "--master=k8s://https://api:6443 pyspark-shell", False),
+        (None, "--master local[4] pyspark-shell", True),
+    ],
+)
+def test_local_python_workers_run_this_interpreter_and_a_clusters_its_own(master, submit_args, local):
+    """In local mode the Python workers get this interpreter (PYSPARK_PYTHON); on a
+    cluster the executors run the Python the cluster's configuration names."""
+    from tablestream.spark import runs_locally
+
+    assert runs_locally(master, submit_args) is local

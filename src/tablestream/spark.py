@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import threading
 import uuid
@@ -60,6 +61,17 @@ def _configured_master(master: str | None) -> str | None:
     return None  # spark-submit's --master (spark.master) or local[*]
 
 
+def runs_locally(master: str | None, submit_args: str = "") -> bool:
+    """Whether Spark runs in this process's host only: ``master`` (else the one in
+    ``spark-submit``'s arguments, else ``local[*]``) is ``local...``.
+
+    >>> runs_locally(None), runs_locally("spark://10.0.0.5:7077"), runs_locally(None, "--master yarn pyspark-shell")
+    (True, False, False)
+    """
+    submitted = re.search(r"--master[= ]+(\S+)", submit_args)
+    return (master or (submitted.group(1) if submitted else "local[*]")).startswith("local")
+
+
 def get_spark(
     master: str | None = None,
     app_name: str = "tablestream",
@@ -82,14 +94,15 @@ def get_spark(
     if active is not None:
         return active
 
-    # Python workers must run this interpreter (the one with pyarrow and rocksdict).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-
     chosen = _configured_master(master)
     submitted_master = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
-    local = chosen is None or chosen.startswith("local")
+    local = runs_locally(chosen, submitted_master)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if local:
+        # Local Python workers run this interpreter (the one with pyarrow and rocksdict);
+        # a cluster's executors run the Python its configuration names
+        # (spark.pyspark.python or PYSPARK_PYTHON), never this host's path.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     quiet = not ts_config.verbose()
