@@ -2,8 +2,8 @@
 (:mod:`.cluster`), each with its own work and local directories, the application's
 home on a directory both see: the demo gives the local outputs, and grouped sums stay
 exact when a worker dies between batches (state partitions move to the other
-executor, whose local disk then holds their working copies) or an executor dies in the
-middle of a batch (Spark runs its task again).
+executor, whose local disk then holds their working copies) or an executor or a worker
+dies in the middle of a batch (Spark runs the task again).
 
 The applications run in a process of their own (``cluster_apps/app.py``), connected to
 the cluster's master; the test produces their input and kills and starts workers.
@@ -29,7 +29,7 @@ from tablestream.demo import OUTPUT_TOPICS
 from tablestream.storage.embedded import EmbeddedStore
 from tablestream.storage.topic import Record, TopicConfig
 
-from .cluster import SparkCluster, free_port
+from .cluster import Executor, SparkCluster, free_port
 from .cluster_apps.app import EVENTS, run_demo
 
 APP = Path(__file__).with_name("cluster_apps") / "app.py"
@@ -190,9 +190,14 @@ def test_sums_stay_exact_when_a_worker_dies_between_batches(spark_cluster, tmp_p
             assert _rocksdb_databases(cluster.local_dir(0))
             app.finish()
     finally:
-        for i in range(cluster.workers):
-            if i not in cluster.running_workers():
-                cluster.start_worker(i)
+        _restart_stopped_workers(cluster)
+
+
+def _restart_stopped_workers(cluster: SparkCluster) -> None:
+    """The next test starts with every worker."""
+    for i in range(cluster.workers):
+        if i not in cluster.running_workers():
+            cluster.start_worker(i)
 
 
 def _rest(ui_port: int, path: str):
@@ -200,16 +205,15 @@ def _rest(ui_port: int, path: str):
         return json.load(response)
 
 
-def _kill_an_executor_in_a_task(cluster: SparkCluster, ui_port: int, timeout: float = 300) -> str:
-    """Wait until an executor runs a task (Spark's REST API), SIGKILL it; its id."""
+def _busy_executor(cluster: SparkCluster, ui_port: int, timeout: float = 300) -> Executor:
+    """An executor that runs a task now (Spark's REST API), as soon as there is one."""
     app_id = _rest(ui_port, "")[0]["id"]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         busy = [e["id"] for e in _rest(ui_port, f"/{app_id}/executors") if e["id"] != "driver" and e["activeTasks"]]
         for executor in cluster.executors():
             if executor.app_id == app_id and executor.executor_id in busy:
-                cluster.kill_executor(executor.pid)
-                return executor.executor_id
+                return executor
         time.sleep(0.02)
     raise AssertionError(f"no executor ran a task in {timeout} s")
 
@@ -219,23 +223,34 @@ def _failed_tasks(ui_port: int) -> int:
     return sum(stage["numFailedTasks"] for stage in _rest(ui_port, f"/{app_id}/stages"))
 
 
-def test_sums_stay_exact_when_an_executor_dies_in_a_batch(spark_cluster, tmp_path):
+def test_sums_stay_exact_when_an_executor_or_a_worker_dies_in_a_batch(spark_cluster, tmp_path):
     home = tmp_path / "home"
     events = Events(home, seed=22)
+    cluster = spark_cluster
     ui_port = free_port()
-    with AppProcess(spark_cluster, "sums", home, "--ui-port", str(ui_port), "--delay-ms", "2") as app:
-        events.produce(1000)
-        app.ask("start")
-        assert app.ask("wait") == CAUGHT_UP
-        assert _sums(home) == events.tables()
-        for _ in range(2):
-            spark_cluster.wait_for_executors({0, 1})
+    try:
+        with AppProcess(cluster, "sums", home, "--ui-port", str(ui_port), "--delay-ms", "2") as app:
+            events.produce(1000)
+            app.ask("start")
+            assert app.ask("wait") == CAUGHT_UP
+            assert _sums(home) == events.tables()
+            # An executor killed while it runs a task: its worker starts another.
             failed = _failed_tasks(ui_port)
             events.produce(3000)
-            _kill_an_executor_in_a_task(spark_cluster, ui_port)
+            cluster.kill_executor(_busy_executor(cluster, ui_port).pid)
             assert app.ask("wait") == CAUGHT_UP
             assert _sums(home) == events.tables()
             assert _failed_tasks(ui_port) > failed  # the task it ran failed, and ran again
-        assert app.ask("stop") == CAUGHT_UP
-        assert _sums(home) == events.tables()
-        app.finish()
+            # A worker killed while its executor runs a task: the other finishes the batch.
+            cluster.wait_for_executors({0, 1})
+            failed = _failed_tasks(ui_port)
+            events.produce(3000)
+            cluster.kill_worker(_busy_executor(cluster, ui_port).worker)
+            assert app.ask("wait") == CAUGHT_UP
+            assert _sums(home) == events.tables()
+            assert _failed_tasks(ui_port) > failed
+            assert app.ask("stop") == CAUGHT_UP
+            assert _sums(home) == events.tables()
+            app.finish()
+    finally:
+        _restart_stopped_workers(cluster)
