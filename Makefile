@@ -22,13 +22,14 @@ demo: install
 	$(VENV)/bin/tablestream demo
 
 # Every tier but the slow one (the CI profile): plan, kernels, stores, Spark, scenarios, properties,
-# runtime (crash test included) and the real-broker integration tests.
+# runtime (crash test included), the real-broker integration tests and the tests on a Spark
+# standalone cluster.
 test: install kafka-jars
 	$(VENV)/bin/pytest -q -m "not slow" $(PYTEST_ARGS)
 
-# No broker, no slow tier.
+# No broker, no cluster, no slow tier.
 test-fast: install
-	$(VENV)/bin/pytest -q -m "not kafka and not slow" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -m "not kafka and not cluster and not slow" $(PYTEST_ARGS)
 
 # The slow tier: property tests with ten times the examples.
 test-slow: install

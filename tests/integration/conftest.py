@@ -1,8 +1,11 @@
-"""Integration tests against a real Kafka broker: one broker per test session.
+"""Integration tests against a real Kafka broker (one broker per test session) and on a
+Spark standalone cluster (one cluster per test session).
 
 Every test here that uses the ``kafka_broker`` fixture (directly or through another
-fixture) is marked ``kafka``; tests that use ``spark`` are marked ``spark``. Select or
-skip them with ``-m kafka`` / ``-m "not kafka"``.
+fixture) is marked ``kafka``; tests that use ``spark_cluster`` (a Spark standalone
+cluster, :mod:`.cluster`) are marked ``cluster``; tests that use ``spark`` are marked
+``spark``. Select or skip them with ``-m kafka`` / ``-m "not kafka"`` (``cluster``
+alike).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from tablestream.testing.kafka_broker import KafkaBroker, ToolMissingError, fetch_broker_jars
+
+from .cluster import JavaMissingError, SparkCluster
 
 _HERE = Path(__file__).parent
 
@@ -29,6 +34,8 @@ def pytest_collection_modifyitems(config, items):
         fixtures = getattr(item, "fixturenames", ())
         if "kafka_broker" in fixtures:
             item.add_marker(pytest.mark.kafka)
+        if "spark_cluster" in fixtures:
+            item.add_marker(pytest.mark.cluster)
         if "spark" in fixtures:
             item.add_marker(pytest.mark.spark)
 
@@ -52,6 +59,24 @@ def kafka_broker():
         pytest.skip(str(exc))
     yield broker
     broker.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """A running Spark standalone cluster on 127.0.0.1 shared by the whole session: a
+    master and two workers of 1 core and 1 GB, each with its own work and local
+    directories (:class:`~.cluster.SparkCluster`: ``master_url``, ``kill_worker(i)``,
+    ``start_worker(i)``, ``executor_pids()``). A test that kills a worker starts it
+    again before it ends. Skips when Java is missing."""
+    cluster = SparkCluster(tmp_path_factory.mktemp("spark-cluster"))
+    try:
+        try:
+            cluster.start()
+        except JavaMissingError as exc:
+            pytest.skip(str(exc))
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,256 @@
+"""Applications on a Spark standalone cluster of two workers on 127.0.0.1
+(:mod:`.cluster`), each with its own work and local directories, the application's
+home on a directory both see: the demo gives the local outputs, and grouped sums stay
+exact when a worker dies between batches (state partitions move to the other
+executor, whose local disk then holds their working copies) or an executor or a worker
+dies in the middle of a batch (Spark runs the task again).
+
+The applications run in a process of their own (``cluster_apps/app.py``), connected to
+the cluster's master; the test produces their input and kills and starts workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import select
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from tablestream.demo import OUTPUT_TOPICS
+from tablestream.storage.embedded import EmbeddedStore
+from tablestream.storage.topic import Record, TopicConfig
+
+from .cluster import Executor, SparkCluster, free_port
+from .cluster_apps.app import EVENTS, run_demo
+
+APP = Path(__file__).with_name("cluster_apps") / "app.py"
+KEYS = 400
+GROUPS = 20
+CAUGHT_UP = {"lag": 0}
+
+
+class AppProcess:
+    """``cluster_apps/app.py`` running on the cluster's master in a process (group) of
+    its own: :meth:`ask` sends a command and returns its JSON answer."""
+
+    def __init__(self, cluster: SparkCluster, app: str, home: Path, *args: str):
+        self.stderr_path = home.parent / f"{app}-app.stderr"
+        with open(self.stderr_path, "wb") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, str(APP), app, cluster.master_url, str(home), *args],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                env=cluster.env(), start_new_session=True,
+            )
+
+    def stderr_tail(self) -> str:
+        return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-40:])
+
+    def ask(self, command: str, timeout: float = 600):
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{command}\n".encode())
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        line = self.process.stdout.readline() if ready else b""
+        assert line, f"no answer to {command!r} in {timeout} s:\n{self.stderr_tail()}"
+        return json.loads(line)
+
+    def finish(self, timeout: float = 300) -> None:
+        """Close its input (it stops its session and exits); raise if it failed."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        code = self.process.wait(timeout)
+        assert code == 0, f"the application exited with code {code}:\n{self.stderr_tail()}"
+
+    def kill(self) -> None:
+        """Its process group (the driver's Python, its JVM and Python workers), if left."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(60)
+
+    def __enter__(self) -> AppProcess:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.kill()
+
+
+class Events:
+    """Random changes to table ``events`` (keys ``k0``.., value ``grp, amount``, 5%
+    tombstones), produced to the embedded store, and the counts and sums per group
+    they imply."""
+
+    def __init__(self, home: Path, seed: int):
+        self.store = EmbeddedStore(home)
+        self.store.create_topic(TopicConfig(EVENTS, partitions=2))
+        self.rng = random.Random(seed)
+        self.latest: dict[bytes, tuple[str, int]] = {}
+        self.timestamp = 0
+
+    def produce(self, count: int) -> None:
+        records = []
+        for _ in range(count):
+            key = b"k%d" % self.rng.randrange(KEYS)
+            self.timestamp += 1
+            if self.rng.random() < 0.05:
+                self.latest.pop(key, None)
+                records.append(Record(key, None, self.timestamp))
+                continue
+            grp, amount = f"g{self.rng.randrange(GROUPS)}", self.rng.randrange(1, 1000)
+            self.latest[key] = (grp, amount)
+            records.append(Record(key, json.dumps({"grp": grp, "amount": amount}).encode(), self.timestamp))
+        self.store.produce(EVENTS, records)
+
+    def tables(self) -> dict:
+        counts: dict[str, int] = {}
+        sums: dict[str, int] = {}
+        for grp, amount in self.latest.values():
+            counts[grp] = counts.get(grp, 0) + 1
+            sums[grp] = sums.get(grp, 0) + amount
+        return {"counts": counts, "sums": sums}
+
+
+def _changelogs(home: Path, application_id: str) -> dict[str, list[dict]]:
+    """Each materialized table's changes (``key, value, ts, batch, seq``), in order."""
+    tables = {}
+    for path in sorted((home / "apps" / application_id / "tables").iterdir()):
+        rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+        tables[path.name] = sorted(rows, key=lambda r: (r["batch"], r["seq"]))
+    return tables
+
+
+def _latest(changelog: list[dict]) -> dict:
+    """A table's current rows: the last change per key, deleted keys left out."""
+    latest = {row["key"]: row["value"] for row in changelog}
+    return {k: v for k, v in latest.items() if v is not None}
+
+
+def _sums(home: Path) -> dict:
+    return {name: _latest(rows) for name, rows in _changelogs(home, "sums").items()}
+
+
+def _rocksdb_databases(directory: Path) -> list[Path]:
+    """The RocksDB databases under ``directory`` (each holds a ``CURRENT`` file)."""
+    return sorted(p.parent for p in directory.rglob("CURRENT"))
+
+
+def _demo_outputs(home: Path) -> dict:
+    """Every output topic's records and every materialized table's changelog."""
+    store = EmbeddedStore(home)
+    outputs: dict = {
+        topic: [(r.key, r.value, r.timestamp, r.partition, r.offset, r.headers) for r in store.consume(topic)]
+        for topic in OUTPUT_TOPICS
+    }
+    outputs.update(_changelogs(home, "demo"))
+    return outputs
+
+
+def test_demo_on_the_cluster_gives_the_outputs_of_local_mode(spark, spark_cluster, tmp_path):
+    with AppProcess(spark_cluster, "demo", tmp_path / "cluster") as app:
+        run_demo(spark, tmp_path / "local")  # in this process, while the cluster runs it
+        app.finish()
+    expected = _demo_outputs(tmp_path / "local")
+    assert _latest(expected["revenue-per-customer"]) == {1: 120.0, 2: 95.0, 3: 1299.99, 5: 42.0}
+    assert _demo_outputs(tmp_path / "cluster") == expected
+
+
+def test_sums_stay_exact_when_a_worker_dies_between_batches(spark_cluster, tmp_path):
+    home = tmp_path / "home"
+    events = Events(home, seed=21)
+    cluster = spark_cluster
+    try:
+        with AppProcess(cluster, "sums", home) as app:
+            # Both executors run the state partitions.
+            events.produce(1500)
+            assert app.ask("run") == CAUGHT_UP
+            assert _sums(home) == events.tables()
+            # Worker 0 gone: every partition runs on worker 1's executor.
+            cluster.kill_worker(0)
+            events.produce(1500)
+            assert app.ask("run") == CAUGHT_UP
+            assert _sums(home) == events.tables()
+            # Worker 0 back (its directories as it left them), worker 1 gone: every
+            # partition runs on worker 0's new executor.
+            cluster.start_worker(0)
+            cluster.wait_for_executors({0, 1})
+            cluster.kill_worker(1)
+            events.produce(1500)
+            assert app.ask("run") == CAUGHT_UP
+            assert _sums(home) == events.tables()
+            # The stores' working copies live on the local disk of the executor that ran
+            # them (worker 0's: it ran every state partition of the last batch).
+            assert _rocksdb_databases(cluster.local_dir(0))
+            app.finish()
+    finally:
+        _restart_stopped_workers(cluster)
+
+
+def _restart_stopped_workers(cluster: SparkCluster) -> None:
+    """The next test starts with every worker."""
+    for i in range(cluster.workers):
+        if i not in cluster.running_workers():
+            cluster.start_worker(i)
+
+
+def _rest(ui_port: int, path: str):
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/api/v1/applications{path}", timeout=5) as response:
+        return json.load(response)
+
+
+def _busy_executor(cluster: SparkCluster, ui_port: int, timeout: float = 300) -> Executor:
+    """An executor that runs a task now (Spark's REST API), as soon as there is one."""
+    app_id = _rest(ui_port, "")[0]["id"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = [e["id"] for e in _rest(ui_port, f"/{app_id}/executors") if e["id"] != "driver" and e["activeTasks"]]
+        for executor in cluster.executors():
+            if executor.app_id == app_id and executor.executor_id in busy:
+                return executor
+        time.sleep(0.02)
+    raise AssertionError(f"no executor ran a task in {timeout} s")
+
+
+def _failed_tasks(ui_port: int) -> int:
+    app_id = _rest(ui_port, "")[0]["id"]
+    return sum(stage["numFailedTasks"] for stage in _rest(ui_port, f"/{app_id}/stages"))
+
+
+def test_sums_stay_exact_when_an_executor_or_a_worker_dies_in_a_batch(spark_cluster, tmp_path):
+    home = tmp_path / "home"
+    events = Events(home, seed=22)
+    cluster = spark_cluster
+    ui_port = free_port()
+    try:
+        with AppProcess(cluster, "sums", home, "--ui-port", str(ui_port), "--delay-ms", "2") as app:
+            events.produce(1000)
+            app.ask("start")
+            assert app.ask("wait") == CAUGHT_UP
+            assert _sums(home) == events.tables()
+            # An executor killed while it runs a task: its worker starts another.
+            failed = _failed_tasks(ui_port)
+            events.produce(3000)
+            cluster.kill_executor(_busy_executor(cluster, ui_port).pid)
+            assert app.ask("wait") == CAUGHT_UP
+            assert _sums(home) == events.tables()
+            assert _failed_tasks(ui_port) > failed  # the task it ran failed, and ran again
+            # A worker killed while its executor runs a task: the other finishes the batch.
+            cluster.wait_for_executors({0, 1})
+            failed = _failed_tasks(ui_port)
+            events.produce(3000)
+            cluster.kill_worker(_busy_executor(cluster, ui_port).worker)
+            assert app.ask("wait") == CAUGHT_UP
+            assert _sums(home) == events.tables()
+            assert _failed_tasks(ui_port) > failed
+            assert app.ask("stop") == CAUGHT_UP
+            assert _sums(home) == events.tables()
+            app.finish()
+    finally:
+        _restart_stopped_workers(cluster)
