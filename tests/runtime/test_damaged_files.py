@@ -99,6 +99,30 @@ def test_a_damaged_store_file_is_one_line_and_a_reset_recovers(tmp_path, spark, 
     assert _revenue(app) == EXPECTED
 
 
+def test_a_store_whose_durable_files_are_gone_is_one_line_never_an_empty_store(tmp_path, spark):
+    """A store partition's changelogs and snapshots are removed under the application,
+    and its working copy is lost: the record of the versions says it holds batch 1, so
+    the next batch fails naming what is missing, where an empty store would have
+    silently restarted ada's sum from 0."""
+    store = EmbeddedStore(tmp_path / "home")
+    app = _two_batches(store, spark)
+    layout = app.layout
+    version = layout.version_record().before(2)["revenue"][0]
+    assert version.batch == 1
+    shutil.rmtree(layout.durable_dir / "revenue")
+    shutil.rmtree(layout.local_dir)
+    store.produce("orders", [_order("o4", "ada", 4, 1_003)])
+
+    with pytest.raises(ApplicationError) as failed:
+        app.run_until_caught_up()
+    missing = layout.changelog_dir("revenue", 0) / f"{version.name}.arrow"
+    line = (
+        f"State store 'revenue' partition 0 is damaged: {missing}: missing, and no snapshot holds batch 1 "
+        f"(the store's last batch) ({RESET})"
+    )
+    assert str(failed.value) == f"Application 'revenue' failed in batch 2: {line}"
+
+
 def _newest_table_file(db):
     return sorted(db.glob("*.sst"))[-1]
 
