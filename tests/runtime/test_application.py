@@ -179,3 +179,25 @@ def test_progress_reports_each_batch_its_records_and_the_lag(tmp_path, spark):
     assert [(p.batch_id, p.records, p.lag) for p in again] == [(2, 1, 0)]
     restarted.reset()
     assert restarted.lag() == 6
+
+
+def test_integer_keys_without_a_key_schema_in_a_materialized_table(tmp_path, spark):
+    """Keys 200 and 201 (8 bytes each, not UTF-8) are rows of their own, before and after
+    compaction; the key column holds their bytes."""
+    store = EmbeddedStore(tmp_path / "home")
+    store.create_topic(TopicConfig("clicks"))
+    builder = StreamsBuilder()
+    builder.stream("clicks").group_by_key().count(materialized_as="clicks-per-user")
+    app = Application(builder.build(), "clicks-app", store=store, spark=spark)
+    keys = [200, 201, 200, -1, 3]
+    store.produce("clicks", [Record(k.to_bytes(8, "big", signed=True), b"{}", i) for i, k in enumerate(keys)])
+    app.run_until_caught_up()
+
+    def rows():
+        table = app.table("clicks-per-user").selectExpr("CAST(key AS BINARY) AS key", "value", "ts")
+        return sorted((int.from_bytes(r.key, "big", signed=True), r.value, r.ts) for r in table.collect())
+
+    assert rows() == [(-1, 1, 3), (3, 1, 4), (200, 2, 2), (201, 1, 1)]
+    app.compact_table("clicks-per-user")
+    assert rows() == [(-1, 1, 3), (3, 1, 4), (200, 2, 2), (201, 1, 1)]
+    assert store.consume("clicks-app-processing-log") == []
