@@ -110,6 +110,30 @@ def test_a_batch_after_a_large_one_has_its_positions_summed_up_by_its_tasks(tmp_
     assert revenue == {"ada": (45.0, 1_008)}
 
 
+def test_state_written_in_an_earlier_format_is_refused_with_the_reset(tmp_path, spark):
+    """An application whose ``app.json`` records another state format (or none: the
+    first format) is refused, never run on keys kept in another form; a reset runs it
+    again from its topics."""
+    from tablestream.runtime.app import ApplicationError
+
+    store, app = _orders_app(tmp_path / "home", spark)
+    store.produce("orders", [Record(b"o1", b'{"customer": "ada", "amount": 10.0}', 1_000)])
+    app.run_until_caught_up()
+    assert json.loads(app.paths.meta.read_text())["state_format"] == 2
+    app.paths.meta.write_text(json.dumps({"partitions": 2, "run": "r1"}))
+    with pytest.raises(ApplicationError) as refused:
+        Application(app.topology, "orders-app", store=store, spark=spark)
+    assert str(refused.value) == (
+        "Application 'orders-app' keeps its state in format 1; this version of tablestream reads "
+        "format 2 (reset the application to run it again from its topics: Application.reset() or "
+        "'tablestream app reset orders-app')"
+    )
+    app.reset()
+    again = Application(app.topology, "orders-app", store=store, spark=spark)
+    again.run_until_caught_up()
+    assert [tuple(r) for r in again.table("revenue").collect()] == [("ada", 10.0, 1_000)]
+
+
 def test_reset_starts_over_from_the_beginning_and_allows_another_partition_count(tmp_path, spark):
     """After ``reset()`` the application reads its topics from the start again (its
     tables are rebuilt, its output topics are kept, so they hold the outputs twice) and
@@ -179,3 +203,25 @@ def test_progress_reports_each_batch_its_records_and_the_lag(tmp_path, spark):
     assert [(p.batch_id, p.records, p.lag) for p in again] == [(2, 1, 0)]
     restarted.reset()
     assert restarted.lag() == 6
+
+
+def test_integer_keys_without_a_key_schema_in_a_materialized_table(tmp_path, spark):
+    """Keys 200 and 201 (8 bytes each, not UTF-8) are rows of their own, before and after
+    compaction; the key column holds their bytes."""
+    store = EmbeddedStore(tmp_path / "home")
+    store.create_topic(TopicConfig("clicks"))
+    builder = StreamsBuilder()
+    builder.stream("clicks").group_by_key().count(materialized_as="clicks-per-user")
+    app = Application(builder.build(), "clicks-app", store=store, spark=spark)
+    keys = [200, 201, 200, -1, 3]
+    store.produce("clicks", [Record(k.to_bytes(8, "big", signed=True), b"{}", i) for i, k in enumerate(keys)])
+    app.run_until_caught_up()
+
+    def rows():
+        table = app.table("clicks-per-user").selectExpr("CAST(key AS BINARY) AS key", "value", "ts")
+        return sorted((int.from_bytes(r.key, "big", signed=True), r.value, r.ts) for r in table.collect())
+
+    assert rows() == [(-1, 1, 3), (3, 1, 4), (200, 2, 2), (201, 1, 1)]
+    app.compact_table("clicks-per-user")
+    assert rows() == [(-1, 1, 3), (3, 1, 4), (200, 2, 2), (201, 1, 1)]
+    assert store.consume("clicks-app-processing-log") == []

@@ -195,13 +195,16 @@ def value_type(node_of: NodeOf, name: str) -> SqlType | None:
 
 def expression_type(expr: Expr, node_of: NodeOf, name: str) -> KeyType:
     """The type of ``expr`` (a foreign key, a key selector) over node ``name``'s records:
-    a field of a declared value, ``key``, ``rowtime`` or a CAST is typed here; a callable
-    gives JSON; anything else only Spark types."""
+    a field of a declared value, ``key`` (undeclared when the key is), ``rowtime`` or a
+    CAST is typed here; a callable gives JSON; anything else only Spark types."""
     if isinstance(expr, ExprRef):
         return KeyType("json" if expr.kind == "callable" else "computed", of=key_type(node_of, name).of)
-    of = key_type(node_of, name).of
-    t = _sql_type(expr.tree(), node_of, name)
-    return KeyType("computed", of=of) if t is None else KeyType("declared", t, of)
+    key = key_type(node_of, name)
+    tree = expr.tree()
+    if key.form == "undeclared" and isinstance(tree, exp.Column) and not tree.table and tree.name.lower() == "key":
+        return KeyType("undeclared", of=key.of)  # the key as it is
+    t = _sql_type(tree, node_of, name)
+    return KeyType("computed", of=key.of) if t is None else KeyType("declared", t, key.of)
 
 
 _CASTS = {

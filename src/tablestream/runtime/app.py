@@ -41,7 +41,7 @@ from ..storage.topic import TopicConfig
 from .commit import commit_batch
 from .failure_text import failure_line
 from .failures import ProcessingSettings
-from .layout import ApplicationError, AppPaths, InstanceLock, reset_application
+from .layout import STATE_FORMAT, ApplicationError, AppPaths, InstanceLock, reset_application
 from .output import TableEncoding
 from .runner import BatchRunner
 
@@ -168,6 +168,14 @@ class Application:
         started = self.paths.read_meta()
         if started is not None:
             recorded = started["partitions"]
+            written = started.get("state_format", 1)
+            if written != STATE_FORMAT:
+                raise ApplicationError(
+                    f"Application '{self.application_id}' keeps its state in format {written}; this "
+                    f"version of tablestream reads format {STATE_FORMAT} (reset the application to run "
+                    f"it again from its topics: Application.reset() or 'tablestream app reset "
+                    f"{self.application_id}')"
+                )
             if requested is not None and requested != recorded:
                 raise ApplicationError(
                     f"Application '{self.application_id}' was started with {recorded} state partitions; "
@@ -184,7 +192,7 @@ class Application:
             return chosen, run
         self.paths.root.mkdir(parents=True, exist_ok=True)
         tmp = meta.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"partitions": chosen, "run": run}))
+        tmp.write_text(json.dumps({"partitions": chosen, "run": run, "state_format": STATE_FORMAT}))
         tmp.replace(meta)
         return chosen, run
 

@@ -7,8 +7,9 @@ The same expression is evaluated against a table's old and new rows by pointing
 ``value`` at ``old`` or ``new``.
 
 A callable gets plain Python values (a struct or a JSON object as a dict, JSON arrays as
-lists, a tombstone as None) and returns plain values. Without a declared output type its
-result is kept as JSON text; the next callable receives it parsed again.
+lists, a tombstone as None; an undeclared KAFKA key as the ``str`` or ``int`` it reads as)
+and returns plain values. Without a declared output type its result is kept as JSON text;
+the next callable receives it parsed again.
 
 A callable's column is a *user function column* (:func:`guarded_type`): its result and
 whether it failed on the row, reported to the processing log. In a careful run of a
@@ -36,6 +37,7 @@ from sqlglot import exp
 from ..errors import TablestreamError
 from ..plan.expr import Expr, SqlExpr
 from ..storage.formats.spark_types import ksql_type_name
+from ..storage.undeclared import undeclared_key
 from .careful import CarefulForm, careful_form
 from .failures import ERROR, current_reporter, failure_reason, is_careful
 
@@ -101,7 +103,7 @@ def careful_sql(expr: SqlExpr) -> CarefulForm | None:
 
 def sql_column(
     expr: SqlExpr, shape: ValueShape, *, key: str = "key", value: str = "value", ts: str = "ts",
-    quiet: Column | None = None, result: Callable[[Column], Column] = lambda col: col,
+    quiet: Column | None = None, result: Callable[[Column], Column] = lambda col: col, key_undeclared: bool = False,
 ) -> Column:
     """The Spark Column of a SQL expression over a frame whose key, value and timestamp
     columns are called ``key``, ``value`` and ``ts``, made ``result`` of it.
@@ -109,7 +111,8 @@ def sql_column(
     In a careful run, for an expression that can raise (:func:`careful_sql`), a user
     function column (its result is ``result`` of the non-raising form) whose failed rows
     are reported with that key and value, except where ``quiet`` holds (their failure is
-    reported elsewhere)."""
+    reported elsewhere). ``key_undeclared``: the keys are undeclared KAFKA keys (see
+    :func:`udf_key`)."""
     fields = {f.lower(): f for f in shape.fields}
 
     def rewrite(node: exp.Expression) -> exp.Expression:
@@ -139,7 +142,17 @@ def sql_column(
     form = careful_sql(expr)
     if form is None:
         return result(bind(sqlglot.parse_one(expr.sql, dialect="spark")))
-    return careful_column(result(bind(form.value)), bind(form.reason), F.col(key), F.col(value), quiet=quiet)
+    return careful_column(
+        result(bind(form.value)), bind(form.reason), udf_key(key, key_undeclared), F.col(value), quiet=quiet
+    )
+
+
+def udf_key(name: str, undeclared: bool) -> Column:
+    """A key column as a Python UDF takes it: an undeclared KAFKA key as its bytes (they
+    may not be UTF-8, which Arrow cannot hand to Python as text), read by
+    :func:`~tablestream.storage.undeclared.undeclared_key` for a callable and logged as
+    they are."""
+    return F.col(name).cast("binary") if undeclared else F.col(name)
 
 
 def to_python(value: Any, shape: ValueShape) -> Any:
@@ -255,13 +268,15 @@ def callable_column(
     result: DataType,
     *,
     key_json: bool = False,
+    key_undeclared: bool = False,
     convert: Callable[[Any], Any] = lambda res: res,
     skip_null: bool = False,
     key: str = "key",
     value: str = "value",
 ) -> Column:
     """A vectorized Arrow UDF calling ``fn(value)`` (arity 1) or ``fn(key, value)`` on
-    each row, with plain Python values; ``convert`` shapes each result for ``result``
+    each row, with plain Python values (``key_json``: the keys are JSON text;
+    ``key_undeclared``: undeclared KAFKA keys); ``convert`` shapes each result for ``result``
     (and may refuse it by raising). The column is a struct of :func:`guarded_type`: a
     row where ``fn`` or ``convert`` raised has ``f`` true and is reported, with its
     position, to the processing log of the operator being built (see
@@ -274,11 +289,13 @@ def callable_column(
         if v is None and skip_null:
             return None
         argument = to_python(v, shape)
-        if key_json and k is not None:
+        if k is not None and key_json:
             k = json.loads(k)
+        elif k is not None and key_undeclared:
+            k = undeclared_key(k)
         return convert(fn(argument) if arity == 1 else fn(k, argument))
 
-    return _guarded_udf(call, result, [F.col(key), F.col(value)], reporter)
+    return _guarded_udf(call, result, [udf_key(key, key_undeclared), F.col(value)], reporter)
 
 
 def guarded_result(name: str) -> Column:
@@ -335,8 +352,8 @@ def as_bool(result: Any) -> bool | None:
 
 
 def predicate_column(
-    expr: Expr, shape: ValueShape, resolve, *, key_json: bool = False, skip_null: bool = False,
-    key: str = "key", value: str = "value", ts: str = "ts",
+    expr: Expr, shape: ValueShape, resolve, *, key_json: bool = False, key_undeclared: bool = False,
+    skip_null: bool = False, key: str = "key", value: str = "value", ts: str = "ts",
 ) -> Column:
     """A predicate ``(key, value) -> bool``: a boolean Column (null counts as false, as
     in SQL's ``WHERE``; :func:`check_predicate` refuses a SQL or Column predicate that
@@ -344,14 +361,17 @@ def predicate_column(
     :func:`callable_column`): a result that is not a bool is a failure of the record."""
     if isinstance(expr, SqlExpr):
         if careful_sql(expr) is not None:
-            return sql_column(expr, shape, key=key, value=value, ts=ts, result=lambda col: col.cast("boolean"))
+            return sql_column(
+                expr, shape, key=key, value=value, ts=ts, result=lambda col: col.cast("boolean"),
+                key_undeclared=key_undeclared,
+            )
         col = sql_column(expr, shape, key=key, value=value, ts=ts)
     elif expr.kind == "column":
         col = resolve(expr)
     else:
         return callable_column(
-            resolve(expr), expr.arity, shape, BooleanType(),
-            key_json=key_json, convert=as_bool, skip_null=skip_null, key=key, value=value,
+            resolve(expr), expr.arity, shape, BooleanType(), key_json=key_json, key_undeclared=key_undeclared,
+            convert=as_bool, skip_null=skip_null, key=key, value=value,
         )
     return F.coalesce(col.cast("boolean"), F.lit(False))
 
@@ -372,12 +392,14 @@ def check_predicate(expr: Expr, df: DataFrame, shape: ValueShape, resolve) -> No
 
 
 def joiner_sql_column(
-    expr: SqlExpr, left: str = "_jl", right: str = "_jr", *, present: str = "_jp", positioned: bool = True
+    expr: SqlExpr, left: str = "_jl", right: str = "_jr", *, present: str = "_jp", positioned: bool = True,
+    key_undeclared: bool = False,
 ) -> Column:
     """A joiner's SQL over the two values: ``left`` and ``right`` (and their fields,
     ``left.amount``) become the columns ``left`` and ``right`` name. In a careful run,
     for a joiner that can raise, a user function column (see :func:`careful_column`)
-    failing only where the boolean column ``present`` holds (a join result exists)."""
+    failing only where the boolean column ``present`` holds (a join result exists);
+    ``key_undeclared``: the result keys are undeclared KAFKA keys (see :func:`udf_key`)."""
     names = {"left": left, "right": right}
 
     def rewrite(node: exp.Expression) -> exp.Expression:
@@ -405,7 +427,7 @@ def joiner_sql_column(
     if form is None:
         return bind(sqlglot.parse_one(expr.sql, dialect="spark"))
     reason = F.when(F.col(present), bind(form.reason))
-    return careful_column(bind(form.value), reason, F.col("key"), F.col(left), positioned=positioned)
+    return careful_column(bind(form.value), reason, udf_key("key", key_undeclared), F.col(left), positioned=positioned)
 
 
 def joiner_callable_column(
@@ -418,11 +440,13 @@ def joiner_callable_column(
     right: str = "_jr",
     present: str = "_jp",
     positioned: bool = True,
+    key_undeclared: bool = False,
 ) -> Column:
     """A vectorized Arrow UDF calling ``fn(left, right)`` on the rows where the boolean
     column ``present`` holds (a join result exists), with plain Python values; its
     results become JSON text through ``convert``. A user function column (see
-    :func:`callable_column`); ``positioned``: the rows have the ordering key's columns."""
+    :func:`callable_column`); ``positioned``: the rows have the ordering key's columns;
+    ``key_undeclared``: the result keys are undeclared KAFKA keys (see :func:`udf_key`)."""
     reporter = current_reporter()
 
     def call(k: Any, lv: Any, rv: Any, ok: bool) -> Any:
@@ -430,5 +454,5 @@ def joiner_callable_column(
             return None
         return convert(fn(to_python(lv, left_shape), to_python(rv, right_shape)))
 
-    columns = [F.col("key"), F.col(left), F.col(right), F.col(present)]
+    columns = [udf_key("key", key_undeclared), F.col(left), F.col(right), F.col(present)]
     return _guarded_udf(call, StringType(), columns, reporter, positioned)

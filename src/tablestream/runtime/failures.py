@@ -111,14 +111,19 @@ def failure_reason(error: BaseException) -> str:
 
 def _text(value: Any) -> str | None:
     """A record's key or value as the processing log shows it: JSON text (bytes as
-    they are, decoded)."""
+    they are: bytes that are not UTF-8 come back unchanged from :func:`_bytes`)."""
     if value is None:
         return None
     if isinstance(value, bytes | bytearray):
-        return bytes(value).decode("utf-8", errors="replace")
+        return bytes(value).decode("utf-8", errors="surrogateescape")
     if isinstance(value, str):
         return value
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _bytes(text: str | None) -> bytes | None:
+    """The bytes of an entry's key or value (:func:`_text`)."""
+    return None if text is None else text.encode("utf-8", errors="surrogateescape")
 
 
 _current: contextvars.ContextVar[Reporter | None] = contextvars.ContextVar("tablestream_operator", default=None)
@@ -233,8 +238,8 @@ class FailureLog:
                 "offset": [e[5] for e in logged],
                 "timestamp": [e[7] for e in logged],
                 "error": [f"{e[1]}: {e[2]}" for e in logged],
-                "key": [None if e[8] is None else e[8].encode("utf-8") for e in logged],
-                "value": [None if e[9] is None else e[9].encode("utf-8") for e in logged],
+                "key": [_bytes(e[8]) for e in logged],
+                "value": [_bytes(e[9]) for e in logged],
             },
             schema=ENTRY_SCHEMA,
         )

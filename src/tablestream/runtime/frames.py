@@ -8,6 +8,12 @@ Keys and values enter keyed stores and shuffles as canonical bytes: the JSON tex
 ``{"v": x}``, so equal values of different integer widths meet (a foreign key typed INT
 reaches a BIGINT primary key) and every Spark type round-trips through Spark's own
 ``to_json``/``from_json``.
+
+An undeclared KAFKA key (no key schema) is a STRING column holding the record's bytes,
+which need not be UTF-8 (Spark's STRING does not check; ``to_json`` would replace such
+bytes): everywhere it is looked at (canonical bytes, JSON text, a callable) it is the
+value it reads as, printable text a STRING and other 8 bytes a BIGINT (see
+:func:`undeclared_bigint`), so two such keys are equal exactly when their bytes are.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from ..storage.undeclared import NON_PRINTABLE
 from .expressions import ValueShape
 from .kernels.order import ORDER_COLUMNS
 
@@ -47,6 +54,8 @@ class Frame:
     key_type: DataType
     value: ValueShape
     key_json: bool = False  # the key is JSON text (a callable chose it)
+    # The key is an undeclared KAFKA key (its bytes as a STRING, see the module's text).
+    key_undeclared: bool = False
     # A table read from its topic: every record of the batch (``key, new, ts`` and the
     # ordering key), not only the last per key, so a stream record can meet the table
     # as of its own time within the batch.
@@ -56,6 +65,10 @@ class Frame:
     positioned: bool = True
 
     def with_df(self, df: DataFrame, **changes) -> Frame:
+        """This frame with other rows; a new key (``key_type`` or ``key_json`` given) is
+        not an undeclared key unless ``key_undeclared`` says so."""
+        if ("key_type" in changes or "key_json" in changes) and "key_undeclared" not in changes:
+            changes["key_undeclared"] = False
         return replace(self, df=df, versions=None, **changes)
 
 
@@ -108,10 +121,11 @@ def json_text(col: Column, dtype: DataType) -> Column:
 
 def key_bytes(frame: Frame) -> Column:
     """A frame's keys as the bytes joins and stores match on: canonical bytes of the key,
-    so keys typed alike meet (a key a callable chose, JSON text, is wrapped the same way)."""
+    so keys typed alike meet (a key a callable chose, JSON text, is wrapped the same way;
+    an undeclared key is the value it reads as)."""
     if frame.key_json:
         return F.when(F.col("key").isNotNull(), F.concat(F.lit('{"v":'), F.col("key"), F.lit("}")).cast("binary"))
-    return canonical_bytes(F.col("key"))
+    return canonical_key(F.col("key"), frame.key_undeclared)
 
 
 def key_from_bytes(col: Column, frame: Frame) -> Column:
@@ -119,7 +133,61 @@ def key_from_bytes(col: Column, frame: Frame) -> Column:
     if frame.key_json:
         text = col.cast("string")
         return F.substring(text, F.lit(6), F.length(text) - F.lit(6))
-    return from_canonical(col, frame.key_type)
+    return from_canonical_key(col, frame.key_type, frame.key_undeclared)
+
+
+def key_text(col: Column, frame: Frame) -> Column:
+    """The JSON text of a frame's keys in ``col`` (an undeclared key's as it reads)."""
+    if frame.key_json:
+        return col
+    return undeclared_text(col) if frame.key_undeclared else json_text(col, frame.key_type)
+
+
+def canonical_key(col: Column, undeclared: bool) -> Column:
+    """:func:`canonical_bytes` of keys; ``undeclared``: of undeclared KAFKA keys."""
+    return undeclared_bytes(col) if undeclared else canonical_bytes(col)
+
+
+def from_canonical_key(col: Column, dtype: DataType, undeclared: bool) -> Column:
+    """The keys :func:`canonical_key` encoded."""
+    return undeclared_from_bytes(col) if undeclared else from_canonical(col, dtype)
+
+
+# ------------------------------------------------------------------ undeclared keys
+
+
+def undeclared_bigint(col: Column) -> Column:
+    """Whether an undeclared KAFKA key (its bytes as a STRING) reads as a BIGINT: 8 bytes
+    that are not printable UTF-8 text."""
+    return (F.octet_length(col) == 8) & (~F.is_valid_utf8(col) | col.rlike(NON_PRINTABLE))
+
+
+def undeclared_long(col: Column) -> Column:
+    """The BIGINT of 8 bytes held as a STRING (Kafka's LongSerializer, big-endian)."""
+    return F.conv(F.hex(col.cast("binary")), 16, -10).cast("bigint")
+
+
+def undeclared_of_long(value: Column) -> Column:
+    """The undeclared key a BIGINT is read from: its 8 bytes, as a STRING."""
+    return F.unhex(F.lpad(F.hex(value), 16, "0")).cast("string")
+
+
+def undeclared_bytes(col: Column) -> Column:
+    """An undeclared key's canonical bytes: those of the STRING or BIGINT it reads as."""
+    return F.when(undeclared_bigint(col), canonical_bytes(undeclared_long(col))).otherwise(canonical_bytes(col))
+
+
+def undeclared_from_bytes(col: Column) -> Column:
+    """The undeclared key :func:`undeclared_bytes` encoded (a BIGINT's text has no quote)."""
+    text = col.cast("string")
+    return F.when(F.substring(text, 6, 1) == F.lit('"'), from_canonical(col, StringType())).otherwise(
+        undeclared_of_long(from_canonical(col, LongType()))
+    )
+
+
+def undeclared_text(col: Column) -> Column:
+    """The JSON text of the value an undeclared key reads as (``200``, ``"alice"``)."""
+    return F.when(undeclared_bigint(col), undeclared_long(col).cast("string")).otherwise(json_text(col, StringType()))
 
 
 def changed() -> Column:

@@ -4,14 +4,15 @@ table it looks up, converted to that table's key type (the rule of
 a floating-point number to DOUBLE, another type to itself).
 
 A side's keys take one of three forms in a frame (:class:`KeyForm`): typed Spark
-values; ``undeclared`` KAFKA keys (a STRING column holding the record's bytes, read as
-:func:`~tablestream.storage.undeclared.undeclared_kafka_value` reads them: printable
-text is a STRING, other 8 bytes a BIGINT); or JSON text (a Python callable's result, a
-schemaless JSON key). Two sides of one form meet on the bytes they always had; across
-forms the converted value's canonical bytes (:func:`~tablestream.runtime.frames.canonical_bytes`)
-are compared, and a value that does not convert matches nothing and gets a reason for
-the processing log. Every conversion is made of Spark's own functions (no Python on
-the path of a record).
+values; ``undeclared`` KAFKA keys (a STRING column holding the record's bytes, UTF-8 or
+not, read as :func:`~tablestream.storage.undeclared.undeclared_key` reads them:
+printable text is a STRING, other 8 bytes a BIGINT); or JSON text (a Python callable's
+result, a schemaless JSON key). Two sides of one form meet on the bytes they always had
+(an undeclared key's canonical bytes are those of the value it reads as, equal exactly
+when its bytes are); across forms the converted value's canonical bytes
+(:func:`~tablestream.runtime.frames.canonical_bytes`) are compared, and a value that does
+not convert matches nothing and gets a reason for the processing log. Every conversion
+is made of Spark's own functions (no Python on the path of a record).
 """
 
 from __future__ import annotations
@@ -49,9 +50,18 @@ from ..plan.keys import (
     record_positions,
 )
 from ..plan.topology import Topology
-from ..storage.undeclared import NON_PRINTABLE
 from .expressions import ValueShape
-from .frames import Frame, canonical_bytes, json_text, key_from_bytes, nullable
+from .frames import (
+    Frame,
+    canonical_bytes,
+    json_text,
+    key_from_bytes,
+    nullable,
+    undeclared_bigint,
+    undeclared_bytes,
+    undeclared_long,
+    undeclared_of_long,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -113,7 +123,7 @@ def frame_form(frame: Frame, known: KeyType) -> KeyForm:
     """The form of a frame's keys, given what the plan knows of them."""
     if frame.key_json or known.form == "json":
         return KeyForm("json")
-    if known.form == "undeclared" and isinstance(frame.key_type, StringType):
+    if frame.key_undeclared:
         return KeyForm("undeclared")
     return KeyForm("typed", frame.key_type)
 
@@ -141,27 +151,6 @@ def _wrapped(text: Column) -> Column:
 
 def _parsed(text: Column, dtype: DataType) -> Column:
     return F.from_json(F.concat(F.lit('{"v":'), text, F.lit("}")), StructType([StructField("v", dtype)])).getField("v")
-
-
-def undeclared_bigint(col: Column) -> Column:
-    """Whether an undeclared KAFKA key (its bytes as a string) reads as a BIGINT: 8 bytes
-    that are not printable text."""
-    return (F.octet_length(col) == 8) & col.rlike(NON_PRINTABLE)
-
-
-def _bigint_of(col: Column) -> Column:
-    """The BIGINT of 8 bytes held as a string (KAFKA's LongSerializer, big-endian)."""
-    return F.conv(F.hex(col.cast("binary")), 16, -10).cast("bigint")
-
-
-def _bytes_of(value: Column) -> Column:
-    """The 8 bytes of a BIGINT as a string: the undeclared key it was read from."""
-    return F.unhex(F.lpad(F.hex(value), 16, "0")).cast("string")
-
-
-def _undeclared_bytes(col: Column) -> Column:
-    """An undeclared key's canonical bytes as it reads: a BIGINT's or a STRING's."""
-    return F.when(undeclared_bigint(col), canonical_bytes(_bigint_of(col))).otherwise(canonical_bytes(col))
 
 
 _JSON_INTEGER = r"^\s*-?[0-9]+\s*$"
@@ -219,20 +208,13 @@ class JoinKeys:
 
     def target_bytes(self, col: Column) -> Column:
         """The looked-up table's own keys as join bytes."""
-        kind = self.target.kind
-        if kind == "json":
-            return _wrapped(col)
-        if kind == "undeclared" and self.source.kind != "undeclared":
-            return _undeclared_bytes(col)
-        return canonical_bytes(col)
+        return _own_bytes(col, self.target)
 
     def source_bytes(self, col: Column) -> Converted:
         """The source side's keys converted to the target's type."""
         s, t = self.source, self.target
-        if self.same:
-            return Converted(_wrapped(col) if s.kind == "json" else canonical_bytes(col), None)
-        if t.kind == "json":
-            return Converted(_undeclared_bytes(col) if s.kind == "undeclared" else canonical_bytes(col), None)
+        if self.same or t.kind == "json":
+            return Converted(_own_bytes(col, s), None)
         convert = {"typed": self._typed_source, "undeclared": self._undeclared_source, "json": self._json_source}
         converted, total = convert[s.kind](col)
         if total:
@@ -261,7 +243,7 @@ class JoinKeys:
         bigint = undeclared_bigint(col)
         if self.target.family == "STRING":
             return F.when(~bigint, canonical_bytes(col)), False
-        value = _bigint_of(col)
+        value = undeclared_long(col)
         fits = self._fits(value, 64)
         return F.when(bigint if fits is None else bigint & fits, canonical_bytes(value)), False
 
@@ -285,7 +267,7 @@ class JoinKeys:
             shown, kind = json_text(col, s.dtype), F.lit(str(s))
         elif s.kind == "undeclared":
             bigint = undeclared_bigint(col)
-            shown = F.when(bigint, _bigint_of(col).cast("string")).otherwise(json_text(col, StringType()))
+            shown = F.when(bigint, undeclared_long(col).cast("string")).otherwise(json_text(col, StringType()))
             kind = F.when(bigint, F.lit("BIGINT")).otherwise(F.lit("STRING"))
         else:
             family = _json_family(col)
@@ -327,6 +309,13 @@ class JoinKeys:
         )
 
 
+def _own_bytes(col: Column, form: KeyForm) -> Column:
+    """A side's keys as the bytes they meet keys of their own form on."""
+    if form.kind == "json":
+        return _wrapped(col)
+    return undeclared_bytes(col) if form.kind == "undeclared" else canonical_bytes(col)
+
+
 def canonical_text(col: Column) -> Column:
     """The JSON text of the value canonical bytes hold (``{"v":<text>}``)."""
     text = col.cast("string")
@@ -340,7 +329,7 @@ def _json_as(text: Column, form: KeyForm) -> Column:
     family = _json_family(text)
     if form.kind == "undeclared":
         return F.when(family == "STRING", _parsed(text, StringType())).when(
-            family == "INTEGER", _bytes_of(_parsed(text, LongType()))
+            family == "INTEGER", undeclared_of_long(_parsed(text, LongType()))
         )
     value = _parsed(text, form.dtype)
     return F.when(family == form.family, value) if form.family in ("STRING", "INTEGER", "DOUBLE") else value

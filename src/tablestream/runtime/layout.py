@@ -5,7 +5,8 @@ instance run at a time (:class:`InstanceLock`); and how to delete it all to star
 
 ::
 
-    app.json        the state partition count and the run id, fixed at the first start
+    app.json        the state partition count, the run id and the state format, fixed at
+                    the first start
     app.lock        held by the running instance (its pid and start time inside)
     checkpoint/     Spark's streaming checkpoint (source offsets per batch id)
     state/          live RocksDB stores, one per (store, state partition)
@@ -32,6 +33,15 @@ from .. import config as ts_config
 from ..errors import DamagedStateError, TablestreamError, first_line, reset_hint
 from .state import StoreLayout
 from .state.files import StoreFiles
+
+STATE_FORMAT = 2
+"""The format of the bytes the stores and tables keep, recorded in ``app.json`` at the
+first start. An application whose files were written in another format is refused with a
+reset hint, never read as if they were this one (keys in another form would not meet the
+new records' keys: a silently wrong result). Format 2: keys without a key schema are kept
+by the value they read as (8 bytes that read as a BIGINT are kept as that integer); the
+stores' changelogs and snapshots are named by version, and the versions each batch left
+are recorded (:mod:`tablestream.runtime.state.versioning`)."""
 
 
 class ApplicationError(TablestreamError):

@@ -24,7 +24,7 @@ from pyspark.sql.types import (
 
 from ..storage.formats import Format, get_format
 from .batch import BatchOutput, ToTopicSpec
-from .frames import ORDER, Frame, json_text
+from .frames import ORDER, Frame, json_text, key_text
 
 OUTPUT_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("timestamp", pa.int64())])
 
@@ -61,10 +61,12 @@ def encode_column(column: str, dtype: DataType, fmt: Format):
 class TableEncoding:
     """How a materialized table's changes hold keys and values: ``key_json`` /
     ``value_json`` when they are JSON text (a Python callable produced them), else
-    Spark values."""
+    Spark values; ``key_undeclared`` when the keys are undeclared KAFKA keys (their
+    bytes, as a STRING that need not be UTF-8)."""
 
     key_json: bool
     value_json: bool
+    key_undeclared: bool = False
 
 
 @dataclass
@@ -103,7 +105,7 @@ def collect_batch(out: BatchOutput) -> CollectedBatch:
         if kind == "tables":
             collected.tables[name] = _ordered(rows[i])
             frame = out.tables[name]
-            collected.encodings[name] = TableEncoding(frame.key_json, frame.value.json_text)
+            collected.encodings[name] = TableEncoding(frame.key_json, frame.value.json_text, frame.key_undeclared)
     error_tables = [rows[i] for i, (kind, *_rest) in enumerate(parts) if kind == "errors"]
     if error_tables:
         errors = pa.concat_tables(error_tables)
@@ -131,7 +133,7 @@ def _parts(out: BatchOutput):
             )
     for store, frame in out.tables.items():
         parts.append(
-            ("tables", store, frame.df, _memo(out, ("table", store), _table_columns))
+            ("tables", store, frame.df, _memo(out, ("table", store), lambda f=frame: _table_columns(f)))
         )
     for i, errors in enumerate(out.errors):
         parts.append(("errors", str(i), errors, [F.col(c) for c in errors.columns]))
@@ -184,21 +186,28 @@ def _nullable(dtype: StructType) -> StructType:
     return StructType([StructField(f.name, f.dataType, True) for f in dtype.fields])
 
 
-def _key_order() -> Column:
+def _key_order(frame: Frame) -> Column:
     """Ties of the ordering key (one change per key of an aggregate) break by the key's
     JSON text, so a replayed batch writes its records in the same order."""
+    if frame.key_undeclared:
+        return key_text(F.col("key"), frame).alias("_key_order")  # to_json would replace bytes that are not UTF-8
     return F.to_json(F.struct(F.col("key").alias("k"))).alias("_key_order")
 
 
-def _table_columns() -> list[Column]:
-    return [F.col("key"), F.col("new"), F.col("ts"), *[F.col(c) for c in ORDER], _key_order()]
+def _table_columns(frame: Frame) -> list[Column]:
+    return [F.col("key"), F.col("new"), F.col("ts"), *[F.col(c) for c in ORDER], _key_order(frame)]
 
 
 def record_columns(frame: Frame, spec: ToTopicSpec) -> list[Column]:
     """A sink's records as its formats write them (``key``, ``value`` bytes, ``timestamp``),
     with the ordering key."""
     key_format, value_format = _formats(frame, spec)
-    key = F.col("key") if frame.key_json else encode_column("key", frame.key_type, key_format)
+    if frame.key_json:
+        key = F.col("key")
+    elif frame.key_undeclared and key_format.name == "JSON" and key_format.schema is None:
+        key = key_text(F.col("key"), frame).cast("binary")  # the value it reads as, its bytes not UTF-8 or not
+    else:
+        key = encode_column("key", frame.key_type, key_format)
     value = (
         F.col("value")
         if frame.value.json_text
@@ -209,7 +218,7 @@ def record_columns(frame: Frame, spec: ToTopicSpec) -> list[Column]:
         value.alias("value"),
         F.col("ts").alias("timestamp"),
         *[F.col(c) for c in ORDER],
-        _key_order(),
+        _key_order(frame),
     ]
 
 

@@ -96,7 +96,7 @@ class DeltaTables:
         if not DeltaTable.is_deltatable(str(path)):
             return spark.createDataFrame([], "key string, value string, ts bigint")
         changes = spark.read.format("delta").load(str(path))
-        latest = changes.groupBy(F.to_json(F.struct("key")).alias("_k")).agg(
+        latest = changes.groupBy(_grouping_key(changes).alias("_k")).agg(
             F.max_by(F.struct("key", "value", "ts"), F.struct("batch", "seq")).alias("row")
         )
         return latest.select("row.*").where(F.col("value").isNotNull())
@@ -110,9 +110,21 @@ class DeltaTables:
 
         changes = spark.read.format("delta").load(str(path))
         current = (
-            changes.groupBy(F.to_json(F.struct("key")).alias("_k"))
+            changes.groupBy(_grouping_key(changes).alias("_k"))
             .agg(F.max_by(F.struct(*changes.columns), F.struct("batch", "seq")).alias("row"))
             .select("row.*")
             .where(F.col("value").isNotNull())
         )
         current.write.format("delta").mode("overwrite").save(str(path))
+
+
+def _grouping_key(changes: DataFrame):
+    """What a table's changes are grouped by, one group per key: a STRING key itself
+    (an undeclared KAFKA key's bytes need not be UTF-8, and ``to_json`` would replace
+    them), the JSON text of any other (a map cannot be grouped)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    if isinstance(changes.schema["key"].dataType, StringType):
+        return F.col("key")
+    return F.to_json(F.struct("key"))

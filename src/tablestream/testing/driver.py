@@ -31,7 +31,7 @@ from ..plan.sinks import ToTopic
 from ..plan.topology import Topology
 from ..storage.formats import Format, get_format
 from ..storage.partitioner import partition_for_key
-from ..storage.undeclared import undeclared_kafka_value
+from ..storage.undeclared import undeclared_kafka_value, undeclared_key
 
 if TYPE_CHECKING:
     from ..runtime.output import TableEncoding
@@ -295,17 +295,20 @@ class _MemorySink:
         self, store: str, changes: pa.Table, encoding: TableEncoding, batch_id: int
     ) -> None:
         contents = self.tables.setdefault(store, {})
-        for row in changes.to_pylist():
-            key = (
-                json.loads(row["key"])
-                if encoding.key_json and row["key"] is not None
-                else row["key"]
-            )
+        keys = changes.column("key")
+        if encoding.key_undeclared:
+            # Read from their bytes, which may not be UTF-8, as the table's topic gives them.
+            keys = [None if k is None else undeclared_key(k) for k in keys.cast(pa.binary()).to_pylist()]
+        elif encoding.key_json:
+            keys = [None if k is None else json.loads(k) for k in keys.to_pylist()]
+        else:
+            keys = keys.to_pylist()
+        for key, new in zip(keys, changes.column("new").to_pylist(), strict=True):
             key = _hashable(key)
-            if row["new"] is None:
+            if new is None:
                 contents.pop(key, None)
             else:
-                contents[key] = json.loads(row["new"]) if encoding.value_json else row["new"]
+                contents[key] = json.loads(new) if encoding.value_json else new
 
     def write_processing_log(self, entries: pa.Table, batch_id: int) -> None:
         self.processing_log.extend(entries.to_pylist())

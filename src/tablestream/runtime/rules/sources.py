@@ -8,17 +8,21 @@ from pyspark.sql import functions as F
 
 from ...plan import sources
 from ...storage.formats import Format, get_format
+from ...storage.formats.kafka import UndeclaredKafkaKey
 from ..batch import BatchContext
 from ..expressions import ValueShape
-from ..frames import ORDER, STREAM_COLUMNS, Frame, canonical_bytes, from_canonical, named
+from ..frames import ORDER, STREAM_COLUMNS, Frame, canonical_key, from_canonical_key, named
 from ..kernels import upsert
 from ..physical import PhysicalPlan
 from .base import Rule, StoreUse
 
 
 def source_formats(node) -> tuple[Format, Format]:
-    """A source's key and value formats."""
-    return get_format(node.key_format, node.key_schema), get_format(node.value_format, node.value_schema)
+    """A source's key and value formats (a KAFKA key without a schema is undeclared)."""
+    key = get_format(node.key_format, node.key_schema)
+    if key.name == "KAFKA" and key.schema is None:
+        key = UndeclaredKafkaKey()
+    return key, get_format(node.value_format, node.value_schema)
 
 
 def value_shape(fmt: Format) -> ValueShape:
@@ -32,6 +36,7 @@ class SourceRule(Rule):
     def __init__(self, node, physical: PhysicalPlan):
         super().__init__(node, physical)
         self.key_format, self.value_format = source_formats(node)
+        self.key_undeclared = isinstance(self.key_format, UndeclaredKafkaKey)
         self.topic_filter = F.col("topic").isin(list(node.topics))
         src = F.array_position(F.array(*[F.lit(t) for t in physical.topics]), F.col("topic")).cast("int") - 1
         self.decoded = named([
@@ -114,7 +119,9 @@ class StreamSourceRule(SourceRule):
 
     def apply(self, batch: BatchContext) -> Frame:
         df = self.decode(batch).select(*self.columns)
-        return Frame(df, "stream", self.key_format.spark_type(), value_shape(self.value_format))
+        return Frame(
+            df, "stream", self.key_format.spark_type(), value_shape(self.value_format), key_undeclared=self.key_undeclared
+        )
 
 
 class TableSourceRule(SourceRule):
@@ -132,9 +139,11 @@ class TableSourceRule(SourceRule):
         self.shape = value_shape(self.value_format)
         self.kept_by_consumer = physical.kept_by_consumer(node)
         self.versions = named(["key", F.col("value").alias("new"), "ts", *ORDER])
-        self.stage_in = named([canonical_bytes(F.col("key")).alias("kb"), F.col("raw_value").alias("vb"), "ts", *ORDER])
+        self.stage_in = named([
+            canonical_key(F.col("key"), self.key_undeclared).alias("kb"), F.col("raw_value").alias("vb"), "ts", *ORDER,
+        ])
         self.stage_out = named([
-            from_canonical(F.col("kb"), self.key_type).alias("key"),
+            from_canonical_key(F.col("kb"), self.key_type, self.key_undeclared).alias("key"),
             self.value_format.decode_valid(F.col("old")).alias("old"),
             self.value_format.decode_valid(F.col("new")).alias("new"),
             "ts",
@@ -153,11 +162,16 @@ class TableSourceRule(SourceRule):
         if self.kept_by_consumer:
             # The table's records of the batch (``key, new, ts`` and the ordering key),
             # applied by the one rule that reads them to its own copy of the table.
-            return Frame(decoded.select(*self.versions), "table", self.key_type, self.shape)
+            return Frame(
+                decoded.select(*self.versions), "table", self.key_type, self.shape, key_undeclared=self.key_undeclared
+            )
         stage = batch.stage(self.node.store).run(decoded.select(*self.stage_in), "kb", upsert.upsert, upsert.SCHEMA)
         changed = batch.persist(stage, self.node.name)
         versions = decoded.select(*self.versions) if self.keeps_versions else None
-        frame = Frame(changed.select(*self.stage_out), "table", self.key_type, self.shape, versions=versions)
+        frame = Frame(
+            changed.select(*self.stage_out), "table", self.key_type, self.shape, versions=versions,
+            key_undeclared=self.key_undeclared,
+        )
         if self.node.queryable:
             batch.materialize(self.node.store, frame)
         return frame

@@ -9,6 +9,7 @@ from pyspark.sql.types import ArrayType, StringType
 
 from ...plan import stateless
 from ...plan.expr import KeyValueExpr, SqlExpr
+from ...storage.undeclared import undeclared_key
 from ..batch import BatchContext
 from ..expressions import (
     JSON_TEXT,
@@ -22,9 +23,9 @@ from ..expressions import (
     unguarded,
 )
 from ..failures import ERROR, current_reporter, failure_reason
-from ..frames import ORDER, Frame, json_text
+from ..frames import ORDER, Frame, json_text, key_text
 from .base import Rule
-from .values import PAIR_TYPE, callable_of, is_guarded_expr, value_expr
+from .values import PAIR_TYPE, callable_of, is_guarded_expr, is_key, value_expr
 
 
 def predicates(exprs, frame: Frame, resolve) -> tuple[dict[str, Column], list[Column], Column]:
@@ -33,7 +34,9 @@ def predicates(exprs, frame: Frame, resolve) -> tuple[dict[str, Column], list[Co
     steps, holds, failed = {}, [], F.lit(False)
     for i, expr in enumerate(exprs):
         name = f"_p{i}"
-        steps[name] = predicate_column(expr, frame.value, resolve, key_json=frame.key_json)
+        steps[name] = predicate_column(
+            expr, frame.value, resolve, key_json=frame.key_json, key_undeclared=frame.key_undeclared
+        )
         if is_guarded_expr(expr):
             holds.append(F.coalesce(guarded_result(name), F.lit(False)))
             failed = failed | guarded_failed(name)
@@ -64,14 +67,17 @@ class PeekRule(Rule):
         action = self.resolve(self.node.action)
         shape = frame.value
         reporter = current_reporter()
+        undeclared = frame.key_undeclared
 
         def run(batches):
             for b in batches:
-                keys, values = b.column("key").to_pylist(), b.column("value").to_pylist()
+                # An undeclared key's bytes may not be UTF-8: read from its bytes, logged as they are.
+                keys = (b.column("key").cast(pa.binary()) if undeclared else b.column("key")).to_pylist()
+                values = b.column("value").to_pylist()
                 done, reports = [], []
                 for i, (k, v) in enumerate(zip(keys, values, strict=True)):
                     try:
-                        action(k, to_python(v, shape))
+                        action(undeclared_key(k) if undeclared and k is not None else k, to_python(v, shape))
                         done.append(True)
                     except Exception as error:  # noqa: BLE001 - reported, never lost
                         done.append(False)
@@ -101,10 +107,11 @@ class SelectKeyRule(Rule):
         if not hasattr(self, "key"):
             self.key, shape = value_expr(self.node.selector, frame, self.resolve)
             self.key_json = shape.json_text
+            self.key_undeclared = frame.key_undeclared and is_key(self.node.selector)
             self.guarded = ["key"] if is_guarded_expr(self.node.selector) else []
             self.key_type = unguarded(frame.df.withColumn("key", self.key), self.guarded).schema["key"].dataType
         df = unguarded(frame.df.withColumn("key", self.key), self.guarded)
-        return frame.with_df(df, key_type=self.key_type, key_json=self.key_json)
+        return frame.with_df(df, key_type=self.key_type, key_json=self.key_json, key_undeclared=self.key_undeclared)
 
 
 class MapRule(Rule):
@@ -117,7 +124,10 @@ class MapRule(Rule):
             value, shape = value_expr(mapper.value, frame, self.resolve)
             guarded = [n for n, e in (("key", mapper.key), ("value", mapper.value)) if is_guarded_expr(e)]
             df = unguarded(frame.df.select(key.alias("key"), value.alias("value"), "ts", *ORDER), guarded)
-            return frame.with_df(df, key_type=df.schema["key"].dataType, value=shape, key_json=key_shape.json_text)
+            return frame.with_df(
+                df, key_type=df.schema["key"].dataType, value=shape, key_json=key_shape.json_text,
+                key_undeclared=frame.key_undeclared and is_key(mapper.key),
+            )
         pair = callable_of(mapper, frame, self.resolve, PAIR_TYPE, pair=True)
         df = unguarded(frame.df.select(pair.alias("p"), "ts", *ORDER), ["p"]).select(
             F.col("p.k").alias("key"), F.col("p.v").alias("value"), "ts", *ORDER
@@ -183,14 +193,17 @@ class MergeRule(Rule):
     def apply(self, batch: BatchContext, *parents: Frame) -> Frame:
         first = parents[0]
         same_values = all(p.value == first.value for p in parents)
-        same_keys = all(p.key_type == first.key_type and p.key_json == first.key_json for p in parents)
+        same_keys = all(
+            (p.key_type, p.key_json, p.key_undeclared) == (first.key_type, first.key_json, first.key_undeclared)
+            for p in parents
+        )
         frames = []
         for p in parents:
             df = p.df
             if not same_values and not p.value.json_text:
                 df = df.withColumn("value", json_text(F.col("value"), p.value.dtype))
             if not same_keys and not p.key_json:
-                df = df.withColumn("key", json_text(F.col("key"), p.key_type))
+                df = df.withColumn("key", key_text(F.col("key"), p))
             frames.append(df.select("key", "value", "ts", *ORDER))
         df = frames[0]
         for other in frames[1:]:
@@ -200,6 +213,7 @@ class MergeRule(Rule):
             value=first.value if same_values else JSON_TEXT,
             key_type=first.key_type if same_keys else StringType(),
             key_json=first.key_json if same_keys else True,
+            key_undeclared=first.key_undeclared and same_keys,
         )
 
 

@@ -9,7 +9,16 @@ from pyspark.sql import functions as F
 from ...plan import stateless
 from ..batch import BatchContext
 from ..expressions import guarded_result, predicate_column, results
-from ..frames import ORDER, Frame, canonical_bytes, changed, from_canonical, named
+from ..frames import (
+    ORDER,
+    Frame,
+    canonical_bytes,
+    canonical_key,
+    changed,
+    from_canonical,
+    from_canonical_key,
+    named,
+)
 from ..kernels import upsert
 from ..physical import PhysicalPlan
 from .base import Rule, StoreUse
@@ -38,10 +47,11 @@ class ToTableRule(Rule):
             self.stage_in = named([
                 F.when(F.col("key").isNull(), F.lit("null key: a table record needs a key (record skipped)"))
                 .alias("_skip"),
-                canonical_bytes(F.col("key")).alias("kb"), canonical_bytes(F.col("value")).alias("vb"), "ts", *ORDER,
+                canonical_key(F.col("key"), frame.key_undeclared).alias("kb"), canonical_bytes(F.col("value")).alias("vb"),
+                "ts", *ORDER,
             ])
             self.result = named([
-                from_canonical(F.col("kb"), frame.key_type).alias("key"),
+                from_canonical_key(F.col("kb"), frame.key_type, frame.key_undeclared).alias("key"),
                 from_canonical(F.col("old"), frame.value.dtype).alias("old"),
                 from_canonical(F.col("new"), frame.value.dtype).alias("new"),
                 "ts",
@@ -52,7 +62,7 @@ class ToTableRule(Rule):
         changes = batch.persist(stage, self.node.name)
         table = Frame(
             changes.select(*self.result), "table", frame.key_type, frame.value, key_json=frame.key_json,
-            positioned=frame.positioned,
+            key_undeclared=frame.key_undeclared, positioned=frame.positioned,
         )
         if self.node.queryable:
             batch.materialize(self.node.store, table)
@@ -64,7 +74,10 @@ class ToStreamRule(Rule):
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         df = frame.df.select("key", F.col("new").alias("value"), "ts", *ORDER)
-        return Frame(df, "stream", frame.key_type, frame.value, key_json=frame.key_json, positioned=frame.positioned)
+        return Frame(
+            df, "stream", frame.key_type, frame.value, key_json=frame.key_json, key_undeclared=frame.key_undeclared,
+            positioned=frame.positioned,
+        )
 
 
 class TableFilterRule(Rule):
@@ -78,7 +91,8 @@ class TableFilterRule(Rule):
         if not hasattr(self, "steps"):
             self.steps = side_steps({
                 "keep": lambda: predicate_column(
-                    node.predicate, frame.value, self.resolve, key_json=frame.key_json, skip_null=True
+                    node.predicate, frame.value, self.resolve, key_json=frame.key_json,
+                    key_undeclared=frame.key_undeclared, skip_null=True,
                 )
             })
 

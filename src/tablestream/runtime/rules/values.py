@@ -43,12 +43,17 @@ def is_guarded_expr(expr: Expr) -> bool:
     return expr.kind == "callable"
 
 
+def is_key(expr: Expr) -> bool:
+    """Whether ``expr`` is the SQL ``key``: the record's key as it is."""
+    return isinstance(expr, SqlExpr) and expr.sql.lower() == "key"
+
+
 def value_expr(expr: Expr, frame: Frame, resolve, *, skip_null: bool = False) -> tuple[Column, ValueShape]:
     """A mapper's result over the frame's ``key`` and ``value`` columns, and its shape."""
     if isinstance(expr, SqlExpr):
         if expr.sql.lower() == "value":
             return F.col("value"), frame.value  # the identity keeps JSON text JSON
-        col = sql_column(expr, frame.value)
+        col = sql_column(expr, frame.value, key_undeclared=frame.key_undeclared)
     elif expr.kind == "column":
         col = resolve(expr)
     else:
@@ -78,8 +83,8 @@ def callable_of(
         return json_of(res)
 
     return callable_column(
-        resolve(ref), ref.arity, frame.value, result, key_json=frame.key_json, convert=convert,
-        skip_null=skip_null,
+        resolve(ref), ref.arity, frame.value, result, key_json=frame.key_json, key_undeclared=frame.key_undeclared,
+        convert=convert, skip_null=skip_null,
     )
 
 
@@ -94,6 +99,8 @@ def selected_key(expr: Expr, frame: Frame, resolve) -> tuple[Column, KeyForm]:
     col, shape = value_expr(expr, frame, resolve, skip_null=True)
     if shape.json_text and isinstance(expr, SqlExpr) and expr.sql.lower() == "value":
         return col, KeyForm("typed", StringType())
+    if frame.key_undeclared and is_key(expr):
+        return col, KeyForm("undeclared")
     return col, value_form(shape)
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import SchemaError, SerializationError
 from ...schema import BIGINT, BYTES, DOUBLE, INT, STRING, PrimitiveType, Schema, SqlType
+from ..undeclared import undeclared_key
 from .base import Format
 from .values import BIGINT_RANGE, INT_RANGE, show
 
@@ -162,6 +163,31 @@ class KafkaFormat(Format):
         big = F.unhex(_reverse_bytes_hex(F.hex(to_avro(d, '"double"')), 8))
         # Kafka's DoubleSerializer writes the canonical NaN (Double.doubleToLongBits).
         return F.when(F.isnan(d), F.lit(struct.pack(">d", math.nan))).otherwise(big)
+
+
+class UndeclaredKafkaKey(KafkaFormat):
+    """KAFKA keys without a declared type, as a source reads them: any UTF-8 text, and
+    8 bytes of any kind (most integers' 8 bytes are not UTF-8: 200 is ``00 .. 00 C8``).
+    The Spark column holds the record's bytes as a STRING (Spark does not check that a
+    STRING is UTF-8); the runtime reads them as
+    :func:`~tablestream.storage.undeclared.undeclared_key` does.
+
+    >>> UndeclaredKafkaKey().deserialize((200).to_bytes(8, "big"))
+    200
+    """
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def deserialize(self, data: bytes | None) -> Any:
+        if data is not None and len(data) == 8:
+            return undeclared_key(bytes(data))
+        return super().deserialize(data)
+
+    def _decode(self, raw: Column) -> tuple[Column, Column]:
+        from pyspark.sql import functions as F
+
+        return raw.cast("string"), ~F.is_valid_utf8(raw) & (F.length(raw) != 8)
 
 
 def _reverse_bytes_hex(hex_col: Column, width: int) -> Column:

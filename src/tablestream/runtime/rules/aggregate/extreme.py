@@ -64,7 +64,7 @@ class ExtremeRule(AggregateRule):
             F.coalesce(F.col("skb"), _position_bytes()).alias("skb"), "ts", *ORDER,
         ])
         self.columns = named([
-            from_canonical(F.col("gkb"), self.key_type).alias("key"),
+            self.group_key(frame, self.key_type).alias("key"),
             from_canonical(F.col("old_vb"), vtype).alias("old"),
             from_canonical(F.col("new_vb"), vtype).alias("new"),
             "ts",

@@ -9,7 +9,7 @@ from ....plan import aggregate as agg
 from ....plan.expr import ExprRef
 from ...batch import BatchContext
 from ...expressions import JSON_TEXT
-from ...frames import ORDER, Frame, from_canonical, json_text, named, result_order
+from ...frames import ORDER, Frame, json_text, named, result_order, undeclared_text
 from ...kernels import fold
 from ...physical import PhysicalPlan
 from ..base import UnsupportedNodeError
@@ -43,12 +43,14 @@ class FoldRule(AggregateRule):
         )
         if not hasattr(self, "stage_in"):
             self.key_type = rows.schema["gk"].dataType
+            # The group key as the user's callables receive it (an undeclared key as it reads).
+            gkj = undeclared_text(F.col("gk")) if frame.key_undeclared else json_text(F.col("gk"), self.key_type)
             self.stage_in = named([
-                "gkb", "sign", F.col("v").alias("vj"), "skb", json_text(F.col("gk"), self.key_type).alias("gkj"),
+                "gkb", "sign", F.col("v").alias("vj"), "skb", gkj.alias("gkj"),
                 "ts", *ORDER,
             ])
             self.columns = named(
-                [from_canonical(F.col("gkb"), self.key_type).alias("key"), "old", "new", "ts", *result_order()]
+                [self.group_key(frame, self.key_type).alias("key"), "old", "new", "ts", *result_order()]
             )
         stage = self.run_stage(batch, rows, self.stage_in, self.kernel, fold.SCHEMA)
         changes = batch.persist(stage, self.node.name)

@@ -16,10 +16,18 @@ from ....plan.expr import Expr, KeyValueExpr, SqlExpr
 from ...batch import BatchContext
 from ...expressions import JSON_TEXT, results, sql_column, unguarded
 from ...failures import current_reporter, operating
-from ...frames import ORDER, Frame, canonical_bytes, named
+from ...frames import ORDER, Frame, canonical_key, from_canonical_key, named
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse, UnsupportedNodeError
-from ..values import PAIR_TYPE, callable_of, is_guarded_expr, side_steps, value_expr, with_sides
+from ..values import (
+    PAIR_TYPE,
+    callable_of,
+    is_guarded_expr,
+    is_key,
+    side_steps,
+    value_expr,
+    with_sides,
+)
 
 
 class TableGroupByRule(Rule):
@@ -33,7 +41,10 @@ class TableGroupByRule(Rule):
         df = results(with_sides(frame.df, self.steps), self.guarded).select(*self.columns)
         if not hasattr(self, "key_type"):
             self.key_type = df.schema["new_gk"].dataType
-        return Frame(df, "grouped", self.key_type, self.shape, key_json=self.key_json, positioned=frame.positioned)
+        return Frame(
+            df, "grouped", self.key_type, self.shape, key_json=self.key_json, key_undeclared=self.key_undeclared,
+            positioned=frame.positioned,
+        )
 
     def _prepare(self, frame: Frame) -> None:
         mapper = self.node.mapper
@@ -47,6 +58,7 @@ class TableGroupByRule(Rule):
             }
             picked = {f"{side}_{part}": F.col(f"_{side}_{part}") for side in ("old", "new") for part in ("gk", "gv")}
             self.key_json = key_shape.json_text
+            self.key_undeclared = frame.key_undeclared and is_key(mapper.key)
             parts = [part for part, expr in (("gk", mapper.key), ("gv", mapper.value)) if is_guarded_expr(expr)]
             self.guarded = [f"_{side}_{part}" for side in ("old", "new") for part in parts]
         else:
@@ -56,11 +68,11 @@ class TableGroupByRule(Rule):
                 for side in ("old", "new")
                 for part, field in (("gk", "k"), ("gv", "v"))
             }
-            self.shape, self.key_json = JSON_TEXT, True
+            self.shape, self.key_json, self.key_undeclared = JSON_TEXT, True, False
             self.guarded = ["_old_pair", "_new_pair"]
         self.steps = side_steps(sides)
         self.columns = named([
-            canonical_bytes(F.col("key")).alias("skb"), *[col.alias(name) for name, col in picked.items()], "ts", *ORDER,
+            canonical_key(F.col("key"), frame.key_undeclared).alias("skb"), *[col.alias(name) for name, col in picked.items()], "ts", *ORDER,
         ])
 
 
@@ -89,6 +101,10 @@ class AggregateRule(Rule):
             rows = frame.df.select(*columns)
         return unguarded(rows, ["v"] if guarded else [])
 
+    def group_key(self, frame: Frame, dtype) -> Column:
+        """The group key of the aggregate's results, from its canonical bytes ``gkb``."""
+        return from_canonical_key(F.col("gkb"), dtype, frame.key_undeclared)
+
     def run_stage(self, batch: BatchContext, rows: DataFrame, stage_in: list, kernel, schema) -> DataFrame:
         """The aggregate's store stage over its signed rows (``stage_in`` of them); rows
         without a group key are skipped records (see ``_skip``), reported under the
@@ -102,6 +118,7 @@ class AggregateRule(Rule):
 
     @staticmethod
     def _signed_columns(frame: Frame, value: Callable[[str], Column]):
+        undeclared = frame.key_undeclared
         if frame.kind != "grouped":
             return named((
                 F.lit(True),
@@ -109,7 +126,7 @@ class AggregateRule(Rule):
                     F.when(F.col("key").isNull(), F.lit("null key: an aggregation needs a key (record skipped)"))
                     .when(F.col("value").isNull(), F.lit("null value: an aggregation skips it (record skipped)"))
                     .alias("_skip"),
-                    canonical_bytes(F.col("key")).alias("gkb"),
+                    canonical_key(F.col("key"), undeclared).alias("gkb"),
                     F.col("key").alias("gk"),
                     F.lit(1).cast("int").alias("sign"),
                     value("value").alias("v"),
@@ -139,7 +156,7 @@ class AggregateRule(Rule):
             # (an old row's was logged when it was the new row: dropped without a reason)
             F.when(F.col("gk").isNull(), F.when(F.col("sign") > 0, F.lit("null group-by key (record skipped)"))
                    .otherwise(F.lit(""))).alias("_skip"),
-            canonical_bytes(F.col("gk")).alias("gkb"), "gk", "sign", value("value").alias("v"), "skb", "ts", *ORDER]
+            canonical_key(F.col("gk"), undeclared).alias("gkb"), "gk", "sign", value("value").alias("v"), "skb", "ts", *ORDER]
         return named((exploded, flat, present, columns))
 
     def column_of(self, expr: Expr, frame: Frame) -> Callable[[str], Column]:
@@ -154,7 +171,7 @@ class AggregateRule(Rule):
             if isinstance(expr, SqlExpr):
                 return sql_column(
                     expr, frame.value, key="gk" if grouped else "key", value=side,
-                    quiet=F.col("sign") < 0 if grouped else None,
+                    quiet=F.col("sign") < 0 if grouped else None, key_undeclared=frame.key_undeclared,
                 )
             if expr.kind == "column":
                 return self.resolve(expr)
@@ -164,7 +181,10 @@ class AggregateRule(Rule):
 
     def result(self, batch: BatchContext, df: DataFrame, frame: Frame) -> Frame:
         """The aggregate's table (written to its materialized table when queryable)."""
-        table = Frame(df, "table", self.key_type, self.shape, key_json=frame.key_json, positioned=False)
+        table = Frame(
+            df, "table", self.key_type, self.shape, key_json=frame.key_json, key_undeclared=frame.key_undeclared,
+            positioned=False,
+        )
         if self.node.queryable:
             batch.materialize(self.node.store, table)
         return table

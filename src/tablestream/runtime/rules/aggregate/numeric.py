@@ -20,7 +20,7 @@ from pyspark.sql.types import (
 from ....plan import aggregate as agg
 from ...batch import BatchContext
 from ...expressions import ValueShape
-from ...frames import ORDER, Frame, from_canonical, named, result_order
+from ...frames import ORDER, Frame, named, result_order
 from ...kernels import numeric
 from ..values import is_guarded_expr
 from .group_by import AggregateRule
@@ -48,12 +48,12 @@ class NumericRule(AggregateRule):
         value = self.column_of(column, frame) if column is not None else (lambda _: F.lit(None).cast("long"))
         rows = self.signed_rows(frame, value, guarded=column is not None and is_guarded_expr(column))
         if not hasattr(self, "kernel"):
-            self._prepare(rows, column is None)
+            self._prepare(rows, column is None, frame)
         stage = self.run_stage(batch, rows, self.stage_in, self.kernel, self.schema)
         changes = batch.persist(stage, self.node.name)
         return self.result(batch, changes.select(*self.columns), frame)
 
-    def _prepare(self, rows, counting: bool) -> None:
+    def _prepare(self, rows, counting: bool, frame: Frame) -> None:
         vtype, self.key_type = rows.schema["v"].dataType, rows.schema["gk"].dataType
         if counting or isinstance(vtype, (LongType, IntegerType, ShortType)):
             floating = False
@@ -65,7 +65,7 @@ class NumericRule(AggregateRule):
         self.schema = numeric.schema(floating)
         self.stage_in = named(["gkb", "sign", F.col("v").cast("double" if floating else "long").alias("v"), "ts", *ORDER])
         self.columns = named([
-            from_canonical(F.col("gkb"), self.key_type).alias("key"),
+            self.group_key(frame, self.key_type).alias("key"),
             self.old().alias("old"),
             self.new().alias("new"),
             "ts",

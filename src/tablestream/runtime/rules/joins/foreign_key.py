@@ -76,8 +76,11 @@ class ForeignKeyRule(Rule):
     def apply(self, batch: BatchContext, left: Frame, right: Frame) -> Frame:
         run = self._replicated if self.node.replicate_right else self._shuffled
         df = run(batch, left, right)
-        changes = self.joiner.changes(df, left.value, right.value)
-        frame = Frame(changes, "table", left.key_type, self.joiner.shape, key_json=left.key_json, positioned=False)
+        changes = self.joiner.changes(df, left.value, right.value, key_undeclared=left.key_undeclared)
+        frame = Frame(
+            changes, "table", left.key_type, self.joiner.shape, key_json=left.key_json,
+            key_undeclared=left.key_undeclared, positioned=False,
+        )
         if self.node.queryable:
             batch.materialize(self.node.store, frame)
         return frame
@@ -105,7 +108,7 @@ class ForeignKeyRule(Rule):
         it decoded too."""
         types = [to_arrow_type(nullable(f.value.dtype)) if arrow_decodable(f.value.dtype) else None for f in (left, right)]
         key = {}
-        if decode_key and not left.key_json and arrow_decodable(left.key_type):
+        if decode_key and not left.key_json and not left.key_undeclared and arrow_decodable(left.key_type):
             key = {"key_type": to_arrow_type(nullable(left.key_type))}
         run = functools.partial(kernel, left_type=types[0], right_type=types[1], **key)
         return run, schema(*types, **key), [t is not None for t in types], bool(key)

@@ -43,7 +43,7 @@ class Joiner:
         self.steps: list[dict[str, Column]] | None = None
         self.shape: ValueShape | None = None
 
-    def _prepare(self, df: DataFrame, left: ValueShape, right: ValueShape) -> None:
+    def _prepare(self, df: DataFrame, left: ValueShape, right: ValueShape, key_undeclared: bool) -> None:
         expr = self.expr
         positioned = "o_src" in df.columns
 
@@ -53,8 +53,10 @@ class Joiner:
             # A table join's old result: its failure was reported when it was the new one.
             with quietly() if name == "old" else contextlib.nullcontext():
                 if isinstance(expr, SqlExpr):
-                    return joiner_sql_column(expr, positioned=positioned)
-                return joiner_callable_column(self.resolve(expr), left, right, json_of, positioned=positioned)
+                    return joiner_sql_column(expr, positioned=positioned, key_undeclared=key_undeclared)
+                return joiner_callable_column(
+                    self.resolve(expr), left, right, json_of, positioned=positioned, key_undeclared=key_undeclared
+                )
 
         if isinstance(expr, SqlExpr) or expr.kind == "column":
             probe = df.select(F.lit(None).cast(left.dtype).alias("_jl"), F.lit(None).cast(right.dtype).alias("_jr"))
@@ -76,10 +78,11 @@ class Joiner:
         processing log)."""
         return unguarded(df, self.guarded)
 
-    def join(self, df: DataFrame, left: ValueShape, right: ValueShape) -> DataFrame:
-        """``df`` with the result columns."""
+    def join(self, df: DataFrame, left: ValueShape, right: ValueShape, *, key_undeclared: bool = False) -> DataFrame:
+        """``df`` with the result columns (``key_undeclared``: its keys are undeclared KAFKA
+        keys, logged as their bytes)."""
         if self.steps is None:
-            self._prepare(df, left, right)
+            self._prepare(df, left, right, key_undeclared)
         for step in self.steps:
             df = df.withColumns(step)
         return self.finish(df.drop("_jl", "_jp", "_jr"))
@@ -99,8 +102,8 @@ class TableJoiner(Joiner):
         earlier result; the failure is in the processing log)."""
         return results(df, self.guarded)
 
-    def changes(self, df: DataFrame, left: ValueShape, right: ValueShape) -> DataFrame:
-        joined = self.join(df, left, right)
+    def changes(self, df: DataFrame, left: ValueShape, right: ValueShape, *, key_undeclared: bool = False) -> DataFrame:
+        joined = self.join(df, left, right, key_undeclared=key_undeclared)
         if self.columns is None:
             self.columns = ([F.col(c) for c in ("key", "old", "new", "ts")] + result_order(), changed())
         columns, emit = self.columns

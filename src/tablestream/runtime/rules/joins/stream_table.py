@@ -95,10 +95,11 @@ class StreamTableRule(Rule):
         if node.kind == "left":
             # KIP-962: a record that looks nothing up still joins with null.
             decoded = decoded.unionByName(records.where(unmatched).select(*unmatched_cols))
-        joined = self.joiner.join(decoded, stream.value, table.value)
+        joined = self.joiner.join(decoded, stream.value, table.value, key_undeclared=stream.key_undeclared)
         df = joined.where(result).select(*STREAM_COLUMNS)
         return Frame(
-            df, "stream", stream.key_type, self.joiner.shape, key_json=stream.key_json, positioned=stream.positioned
+            df, "stream", stream.key_type, self.joiner.shape, key_json=stream.key_json,
+            key_undeclared=stream.key_undeclared, positioned=stream.positioned,
         )
 
     def _inputs(self, stream: Frame, table: Frame):

@@ -53,8 +53,11 @@ class TableTableRule(Rule):
         decoded = evaluated_once(changes, decoded_cols)
         if keyless:
             decoded = decoded.where(F.col("key").isNotNull())  # a right key alone, of no left key
-        df = self.joiner.changes(decoded, left.value, right.value)
-        frame = Frame(df, "table", left.key_type, self.joiner.shape, key_json=left.key_json, positioned=False)
+        df = self.joiner.changes(decoded, left.value, right.value, key_undeclared=left.key_undeclared)
+        frame = Frame(
+            df, "table", left.key_type, self.joiner.shape, key_json=left.key_json, key_undeclared=left.key_undeclared,
+            positioned=False,
+        )
         if self.node.queryable:
             batch.materialize(self.node.store, frame)
         return frame
