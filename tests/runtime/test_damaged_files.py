@@ -126,6 +126,28 @@ def test_a_store_whose_durable_files_are_gone_is_one_line_never_an_empty_store(t
     assert str(failed.value) == f"Application 'revenue' failed in batch 2: {line}"
 
 
+def test_a_missing_record_of_the_stores_versions_is_one_line(tmp_path, spark):
+    """The checkpoint says batch 1 is done, so its record of the stores' versions must
+    be there: removed, the next batch after a restart fails naming it (an older record
+    would open the stores as of an older version)."""
+    store = EmbeddedStore(tmp_path / "home")
+    shutil.rmtree(_two_batches(store, spark).layout.versions_dir)
+    store.produce("orders", [_order("o4", "cy", 7, 1_003)])
+    app = _app(store, spark)  # a restart (a running instance keeps the versions it recorded)
+
+    with pytest.raises(ApplicationError) as failed:
+        app.run_until_caught_up()
+    line = (
+        f"The record of the stores' versions is damaged: {app.layout.versions_dir / '1.json'}: missing "
+        f"(the stores' versions after batch 1) ({RESET})"
+    )
+    assert str(failed.value) == f"Application 'revenue' failed in batch 2: {line}"
+
+    app.reset()
+    app.run_until_caught_up()
+    assert _revenue(app) == EXPECTED
+
+
 def _newest_table_file(db):
     return sorted(db.glob("*.sst"))[-1]
 

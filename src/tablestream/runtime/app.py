@@ -292,7 +292,9 @@ class Application:
         self._after_reset()
         self._batch, self._failure = batch_id, None
         try:
-            commit_batch(self.runner.process(records, batch_id), self._sink, batch_id)
+            committed = self.paths.batches("commits")
+            collected = self.runner.process(records, batch_id, committed[-1] if committed else None)
+            commit_batch(collected, self._sink, batch_id)
         except BaseException as error:
             self._sink.discard()  # records staged for a transaction that never began
             self._failure = error  # the query's own exception holds only its text

@@ -39,6 +39,7 @@ class BatchOutput:
     persisted: list[DataFrame] = field(default_factory=list)
     memo: dict[Any, Any] = field(default_factory=dict)
     batch_id: int = -1
+    committed: int | None = None  # the last batch the checkpoint says is done
 
     def release(self) -> None:
         for df in self.persisted:

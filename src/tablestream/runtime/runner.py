@@ -112,15 +112,17 @@ class BatchRunner:
     def _build_rules(self) -> list:
         return [(node, _rule(node, self.physical)) for node in self.topology.nodes]
 
-    def process(self, records: DataFrame, batch_id: int) -> CollectedBatch:
+    def process(self, records: DataFrame, batch_id: int, committed: int | None = None) -> CollectedBatch:
         """Compute one batch and collect everything it writes (see :meth:`run` and
         :meth:`collect`). When a Spark job of the batch fails on a value (SQLSTATE class
         22: a SQL expression raised on a record), the batch is run again carefully: the
         records the SQL fails on go to the processing log (or, with
         ``processing_errors="fail"``, fail the batch with one line naming one); a
-        failure a careful run cannot catch is raised as it is."""
+        failure a careful run cannot catch is raised as it is. ``committed``: the last
+        batch the application's checkpoint says is done (its record of the stores'
+        versions must be there; see :meth:`VersionRecord.before`)."""
         try:
-            return self._process(records, batch_id, careful=False)
+            return self._process(records, batch_id, careful=False, committed=committed)
         except Exception as error:
             if not is_data_error(error):
                 raise
@@ -129,16 +131,18 @@ class BatchRunner:
                 batch_id, str(error).splitlines()[0],
             )
         self.careful_runs += 1
-        return self._process(records, batch_id, careful=True)
+        return self._process(records, batch_id, careful=True, committed=committed)
 
-    def _process(self, records: DataFrame, batch_id: int, *, careful: bool) -> CollectedBatch:
-        out = self.run(records, batch_id, careful=careful)
+    def _process(self, records: DataFrame, batch_id: int, *, careful: bool, committed: int | None) -> CollectedBatch:
+        out = self.run(records, batch_id, careful=careful, committed=committed)
         try:
             return self.collect(out)
         finally:
             out.release()
 
-    def run(self, records: DataFrame, batch_id: int, *, careful: bool = False) -> BatchOutput:
+    def run(
+        self, records: DataFrame, batch_id: int, *, careful: bool = False, committed: int | None = None
+    ) -> BatchOutput:
         """Compute one batch. ``records`` has the normalized topic columns. ``careful``:
         with the careful rules (see the module's docstring)."""
         # A batch's tasks sum up its positions when the batch before was large (or this
@@ -154,9 +158,11 @@ class BatchRunner:
         self._written.value = []  # the reports of this run only
         batch = BatchContext(
             batch_id, positions, self.physical,
-            BatchOutput(memo=self._careful_memo if careful else self._output_memo, batch_id=batch_id),
+            BatchOutput(
+                memo=self._careful_memo if careful else self._output_memo, batch_id=batch_id, committed=committed
+            ),
             compute_first=positions.count >= _COMPUTE_FIRST,
-            versions=self.versions.before(batch_id),
+            versions=self.versions.before(batch_id, committed),
             written=self._written,
         )
         self.failures.reset()
@@ -191,7 +197,7 @@ class BatchRunner:
         stores the batch wrote."""
         collected = collect_batch(out)
         collected.errors = self.failures.settle(collected.errors)
-        self.versions.record(out.batch_id, self._written.value)
+        self.versions.record(out.batch_id, self._written.value, out.committed)
         return collected
 
     def _operating(self, rule, inputs: list[Frame]):

@@ -131,6 +131,16 @@ def test_the_record_gives_each_batch_the_versions_the_batch_before_left(tmp_path
     }
     record.record(3, [])
     assert sorted(p.name for p in layout.versions_dir.iterdir()) == ["1.json", "2.json", "3.json"]
+    # Batch ids with gaps (batches run directly, without a checkpoint): the newest
+    # record before the batch.
+    record.record(10, [("sums", 0, Version(10, "e"))])
+    assert layout.version_record().before(12) == {
+        "counts": {0: Version(0, "a"), 1: Version(1, "d")}, "sums": {0: Version(10, "e")}
+    }
+    assert layout.version_record().before(10) == fresh.before(3)
+    # A batch the checkpoint says is done needs its own record, never an older one.
+    with pytest.raises(DamagedStateError, match=r"/11.json: missing \(the stores' versions after batch 11\)"):
+        layout.version_record().before(12, committed=11)
 
 
 @pytest.mark.parametrize(
@@ -149,5 +159,5 @@ def test_a_damaged_record_names_the_file_and_the_way_out(tmp_path, damage, probl
     path = layout.versions_dir / "0.json"
     damage(path)
     with pytest.raises(DamagedStateError) as damaged:
-        layout.version_record().before(1)
+        layout.version_record().before(1, committed=0)  # the checkpoint says batch 0 is done
     assert str(damaged.value) == f"The record of the stores' versions is damaged: {path}: {problem} ({RESET})"

@@ -73,20 +73,36 @@ class VersionRecord:
         self.kept = kept
         self._known: dict[int, Versions] = {}
 
-    def before(self, batch_id: int) -> Versions:
-        """The versions every batch before ``batch_id`` left (empty for batch 0); the
-        record of the batch before it must be there."""
-        if batch_id == 0:
+    def before(self, batch_id: int, committed: int | None = None) -> Versions:
+        """The versions the batches before ``batch_id`` left: the newest record of a
+        batch before it (none: empty). ``committed``: the last batch the application's
+        checkpoint says is done; when it is before ``batch_id`` its record must be there
+        (a record found missing is an error, not an older one used)."""
+        batch = max((b for b in self._recorded() if b < batch_id), default=None)
+        if committed is not None and 0 <= committed < batch_id and (batch is None or batch < committed):
+            raise self._damaged(
+                self.directory / f"{committed}.json", f"missing (the stores' versions after batch {committed})"
+            )
+        if batch is None:
             return {}
-        batch = batch_id - 1
         if batch not in self._known:
             self._known[batch] = self._read(batch)
         return self._known[batch]
 
-    def record(self, batch_id: int, written: Iterable[tuple[str, int, Version]]) -> Versions:
-        """Record the versions after ``batch_id``: those before it, with the partitions
-        it wrote (of several reports for one partition, the last counts)."""
-        versions = {store: dict(parts) for store, parts in self.before(batch_id).items()}
+    def _recorded(self) -> list[int]:
+        """The batches with a record, known in this process or on disk."""
+        found = set(self._known)
+        if self.directory.is_dir():
+            found.update(int(p.stem) for p in self.directory.glob("*.json") if p.stem.isdigit())
+        return sorted(found)
+
+    def record(
+        self, batch_id: int, written: Iterable[tuple[str, int, Version]], committed: int | None = None
+    ) -> Versions:
+        """Record the versions after ``batch_id``: those before it (see :meth:`before`),
+        with the partitions it wrote (of several reports for one partition, the last
+        counts)."""
+        versions = {store: dict(parts) for store, parts in self.before(batch_id, committed).items()}
         for store, partition, version in written:
             if version.batch == batch_id:
                 versions.setdefault(store, {})[partition] = version
@@ -96,10 +112,10 @@ class VersionRecord:
         text = {store: {str(p): v.name for p, v in sorted(parts.items())} for store, parts in sorted(versions.items())}
         tmp.write_text(json.dumps({"batch": batch_id, "stores": text}))
         os.replace(tmp, target)
-        self._known = {b: v for b, v in self._known.items() if b == batch_id - 1}
-        self._known[batch_id] = versions
+        self._known = {batch_id: versions}
+        kept = [b for b in self._recorded() if b <= batch_id][-self.kept :]
         for path in self.directory.glob("*.json"):
-            if path.stem.isdigit() and int(path.stem) <= batch_id - self.kept:
+            if path.stem.isdigit() and int(path.stem) < kept[0]:
                 path.unlink(missing_ok=True)
         return versions
 
