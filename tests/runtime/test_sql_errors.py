@@ -223,13 +223,14 @@ def test_a_failure_after_a_store_stage_replays_the_stores_exactly(spark, monkeyp
         counts = [s.name for s in runner.physical.stores if s.owner == "counts"]
         committed = []
 
-        def run(records, batch_id, *, careful=False):
+        def run(records, batch_id, **options):
+            careful = options.get("careful", False)
             if careful:  # what the failed run committed
                 committed.extend(
                     (store, p) for store in counts for p in range(2)
                     if any(driver.layout.changelog_dir(store, p).glob(f"{batch_id}-*.arrow"))
                 )
-            return type(runner).run(runner, records, batch_id, careful=careful)
+            return type(runner).run(runner, records, batch_id, **options)
 
         monkeypatch.setattr(runner, "run", run)
         pipe(driver, "orders", [("a", {"id": 1, "code": "x", "qty": 1}, 10), ("b", {"id": 2, "code": "y", "qty": 1}, 11),
