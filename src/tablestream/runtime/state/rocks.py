@@ -113,11 +113,6 @@ class RocksStore:
         """The version the last one was written on (None: the empty store)."""
         return self._version_at(_PREVIOUS)
 
-    def last_batch(self) -> int:
-        """The last batch written (-1 for none)."""
-        version = self.version()
-        return -1 if version is None else version.batch
-
     def _version_at(self, key: bytes) -> Version | None:
         with self._checked():
             raw = self._db.get(key)
