@@ -72,6 +72,13 @@ def runs_locally(master: str | None, submit_args: str = "") -> bool:
     return (master or (submitted.group(1) if submitted else "local[*]")).startswith("local")
 
 
+def session_runs_locally(spark) -> bool:
+    """Whether ``spark``'s master is ``local`` / ``local[...]`` (every task in this
+    process's host)."""
+    master = spark.sparkContext.master
+    return master == "local" or master.startswith("local[")
+
+
 def get_spark(
     master: str | None = None,
     app_name: str = "tablestream",

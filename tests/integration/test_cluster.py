@@ -254,3 +254,30 @@ def test_sums_stay_exact_when_an_executor_or_a_worker_dies_in_a_batch(spark_clus
             app.finish()
     finally:
         _restart_stopped_workers(cluster)
+
+
+PROPERTY_TESTS = [
+    "tests/properties/test_aggregation_vs_duckdb.py::test_aggregates_equal_sql_after_every_batch",
+    "tests/properties/test_joins_vs_duckdb.py::test_foreign_key_joins_equal_sql_after_every_batch",
+]
+
+
+def test_property_tests_on_the_cluster_equal_sql(spark_cluster, tmp_path):
+    """Aggregations and foreign-key joins (shuffled and replicated) against DuckDB after
+    every batch, run by the cluster's executors (each store's working copy on the local
+    directory of the executor that runs it, as the test driver keeps them on a
+    cluster), two examples each."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(
+        spark_cluster.env(),
+        TABLESTREAM_TEST_MASTER=spark_cluster.master_url,
+        TABLESTREAM_PROPERTY_EXAMPLES="2",
+        TMPDIR=str(tmp_path),  # the drivers' state directories, which both workers see
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *PROPERTY_TESTS],
+        cwd=root, env=env, capture_output=True, text=True, timeout=900,
+    )
+    summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+    assert run.returncode == 0, f"{summary}\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
+    assert summary.startswith("3 passed"), summary

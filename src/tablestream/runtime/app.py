@@ -523,8 +523,9 @@ def _working_dir(spark, paths: AppPaths, requested: str | os.PathLike[str] | Non
     application's directory; on a cluster, on each executor's local disk (None)."""
     if requested is not None:
         return Path(requested).absolute()
-    master = spark.sparkContext.master
-    return paths.root / "state" if master == "local" or master.startswith("local[") else None
+    from ..spark import session_runs_locally
+
+    return paths.root / "state" if session_runs_locally(spark) else None
 
 
 def _topic_store(store, bootstrap_servers, kafka_options, home) -> EmbeddedStore | KafkaStore:

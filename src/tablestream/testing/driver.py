@@ -96,7 +96,12 @@ class TestDriver:
         self.batched = batched
         self._owned_dir = state_dir is None
         self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="tablestream-driver-"))
-        self.layout = StoreLayout(self.state_dir / "stores", self.state_dir / "changelog")
+        self.layout = StoreLayout(
+            _working_dir(self.spark, self.state_dir),
+            self.state_dir / "changelog",
+            application_id="test-driver",
+            run=self.state_dir.name,
+        )
         self._topic_partitions: dict[str, int] = {}
         settings = ProcessingSettings(processing_errors, log_skipped_records)
         self.runner = BatchRunner(
@@ -420,3 +425,12 @@ def _hashable(key: Any) -> Any:
     if isinstance(key, list):
         return tuple(_hashable(v) for v in key)
     return key
+
+
+def _working_dir(spark, state_dir: Path) -> Path | None:
+    """Where the stores' working copies live: under ``state_dir`` in local mode; on a
+    cluster, on each executor's local disk (``state_dir`` must then be a directory every
+    executor sees: it holds the changelogs the copies are rebuilt from)."""
+    from ..spark import session_runs_locally
+
+    return state_dir / "stores" if session_runs_locally(spark) else None
