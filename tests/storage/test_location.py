@@ -145,3 +145,13 @@ def test_a_location_pickles_without_its_client(s3_home):
     s3_home.filesystem  # a client made  # noqa: B018
     copy = pickle.loads(pickle.dumps(s3_home / "x"))
     assert copy == s3_home / "x" and copy.storage_options == s3_home.storage_options
+
+
+@pytest.mark.parametrize("module", ["tablestream.storage.location", "tablestream.config"])
+def test_docstring_examples(module, monkeypatch):
+    import doctest
+    import importlib
+
+    monkeypatch.delenv("TABLESTREAM_STORAGE_OPTIONS", raising=False)
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
