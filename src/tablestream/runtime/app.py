@@ -30,6 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .. import config as ts_config
 from ..plan.topology import Topology
 from ..progress import BatchProgress
 from ..storage.embedded import EmbeddedStore
@@ -144,8 +145,9 @@ class Application:
         self.on_kafka = isinstance(self.store, KafkaStore)
         _check_batch_bounds(self.on_kafka, max_files_per_batch, max_records_per_batch)
         self.spark = spark or get_spark()
-        self.home = self.store.home if isinstance(self.store, EmbeddedStore) else home
-        self.paths = AppPaths.of(application_id, self.home, storage_options)
+        # The home resolved once (with its storage options): a reset finds the same files.
+        self.home = self.store.home if isinstance(self.store, EmbeddedStore) else ts_config.home(home, storage_options)
+        self.paths = AppPaths.of(application_id, self.home)
         self._check_source_topics()
         # Everything a user can get wrong in the topology is found before anything is
         # recorded or created: the runner analyzes it (and checks co-partitioning).
