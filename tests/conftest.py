@@ -39,3 +39,41 @@ def ts_home(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("TABLESTREAM_HOME", str(home))
     return home
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """An S3 endpoint served by moto on 127.0.0.1 (a free port), stopped at the end:
+    the storage options that reach it."""
+    moto_server = pytest.importorskip("moto.server")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield {
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+    }
+    server.stop()
+
+
+@pytest.fixture
+def s3_home(s3_server, request):
+    """A fresh bucket on the moto S3 endpoint, as an ``s3a://`` location."""
+    import re
+
+    import pyarrow.fs as pafs
+
+    from tablestream.storage.location import Location
+
+    admin = pafs.S3FileSystem(
+        access_key="testing", secret_key="testing", region="us-east-1", scheme="http",
+        endpoint_override=s3_server["AWS_ENDPOINT_URL"].removeprefix("http://"),
+        allow_bucket_creation=True, allow_bucket_deletion=True,
+    )
+    bucket = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:50].strip("-") + f"-{os.getpid()}"
+    admin.create_dir(bucket)
+    yield Location(f"s3a://{bucket}/ts", s3_server)
+    admin.delete_dir(bucket)

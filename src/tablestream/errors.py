@@ -48,6 +48,17 @@ class InvalidHomeError(TablestreamError):
     """A tablestream home (``--home``, ``$TABLESTREAM_HOME``) that is not a directory."""
 
 
+class InvalidLocationError(TablestreamError):
+    """A durable location (a home, a table's root) given as a URI tablestream cannot
+    open: an unknown scheme, no bucket; or unreadable storage options. ``problem`` and
+    ``fix`` are the message's parts: ``<location> <problem> (<fix>)``."""
+
+    def __init__(self, location: str, problem: str, fix: str):
+        super().__init__(f"{location} {problem} ({fix})")
+        self.problem = problem
+        self.fix = fix
+
+
 class DamagedTopicError(TablestreamError):
     """An embedded topic whose settings or Delta log cannot be read.
 

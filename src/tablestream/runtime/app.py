@@ -30,11 +30,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from .. import config as ts_config
 from ..plan.topology import Topology
 from ..progress import BatchProgress
 from ..storage.embedded import EmbeddedStore
 from ..storage.kafka import KafkaStore
 from ..storage.kafka_batches import KafkaBatchWriter
+from ..storage.location import Location, write_atomic
 from ..storage.processing_log import processing_log_topic, processing_log_values
 from ..storage.tables import DeltaTables, MaterializedTables, transaction_app
 from ..storage.topic import TopicConfig
@@ -85,7 +87,20 @@ class Application:
     application's ``state/`` directory; on a cluster, each executor's Spark local
     directory (``SPARK_LOCAL_DIRS``): a working copy is a cache of the changelogs and
     snapshots under ``home``, which every executor must see, and a store partition
-    that moves to another executor is rebuilt there from them. ``progress``: called
+    that moves to another executor is rebuilt there from them.
+
+    ``home`` may be a URI every executor can open (``file://``, ``hdfs://``, ``s3a://``,
+    ``s3://``, ``gs://``, ``abfss://``; see :mod:`tablestream.storage.location`):
+    Spark's checkpoint, the stores' changelogs and snapshots, the materialized tables
+    and the embedded topics live there. ``storage_options``: the object store's
+    credentials and endpoint by deltalake's names (default: ``$TABLESTREAM_STORAGE_OPTIONS``,
+    else the environment the storage clients read); Spark's own access to the URI is
+    configured in Spark (``spark.hadoop.fs.s3a.*``, ...).
+
+    >>> app = Application(topology, "revenue", home="s3a://bucket/ts",           # doctest: +SKIP
+    ...                   storage_options={"AWS_REGION": "eu-west-1"})
+
+    ``progress``: called
     after each batch with its :class:`BatchProgress` (batch id,
     input records, time, lag); :func:`tablestream.progress.batch_lines` prints them on
     a terminal.
@@ -109,7 +124,7 @@ class Application:
         store: EmbeddedStore | KafkaStore | None = None,
         bootstrap_servers: str | None = None,
         kafka_options: Mapping[str, Any] | None = None,
-        home: str | os.PathLike[str] | None = None,
+        home: str | os.PathLike[str] | Location | None = None,
         spark=None,
         partitions: int | None = None,
         snapshot_every: int = 10,
@@ -120,16 +135,18 @@ class Application:
         log_skipped_records: bool = True,
         progress: Callable[[BatchProgress], None] | None = None,
         local_state_dir: str | os.PathLike[str] | None = None,
+        storage_options: Mapping[str, str] | None = None,
     ):
         from ..spark import get_spark
 
         self.topology = topology
         self.application_id = application_id
-        self.store = _topic_store(store, bootstrap_servers, kafka_options, home)
+        self.store = _topic_store(store, bootstrap_servers, kafka_options, home, storage_options)
         self.on_kafka = isinstance(self.store, KafkaStore)
         _check_batch_bounds(self.on_kafka, max_files_per_batch, max_records_per_batch)
         self.spark = spark or get_spark()
-        self.home = self.store.home if isinstance(self.store, EmbeddedStore) else home
+        # The home resolved once (with its storage options): a reset finds the same files.
+        self.home = self.store.home if isinstance(self.store, EmbeddedStore) else ts_config.home(home, storage_options)
         self.paths = AppPaths.of(application_id, self.home)
         self._check_source_topics()
         # Everything a user can get wrong in the topology is found before anything is
@@ -191,9 +208,7 @@ class Application:
         if not record:
             return chosen, run
         self.paths.root.mkdir(parents=True, exist_ok=True)
-        tmp = meta.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"partitions": chosen, "run": run, "state_format": STATE_FORMAT}))
-        tmp.replace(meta)
+        write_atomic(meta, json.dumps({"partitions": chosen, "run": run, "state_format": STATE_FORMAT}).encode())
         return chosen, run
 
     def _source_topics(self) -> list[str]:
@@ -239,9 +254,7 @@ class Application:
             read = self._read_to.setdefault(topic, {})
             read[partition] = max(read.get(partition, 0), end)
         if ends:
-            tmp = self.paths.positions.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self._read_to, sort_keys=True))
-            tmp.replace(self.paths.positions)
+            write_atomic(self.paths.positions, json.dumps(self._read_to, sort_keys=True).encode())
 
     def _planned_ends(self, batch_id: int) -> dict[tuple[str, int], int]:
         """On Kafka, where the batch ends in each source partition as Spark planned it
@@ -520,15 +533,17 @@ class _ApplicationSink:
 
 def _working_dir(spark, paths: AppPaths, requested: str | os.PathLike[str] | None):
     """Where the working copies live: as requested; in local mode, under the
-    application's directory; on a cluster, on each executor's local disk (None)."""
+    application's directory on a local home; on a cluster, or in local mode on a home
+    that is not local, on each executor's local disk (None)."""
     if requested is not None:
         return Path(requested).absolute()
     from ..spark import session_runs_locally
 
-    return paths.root / "state" if session_runs_locally(spark) else None
+    local = session_runs_locally(spark)
+    return paths.local_root / "state" if local and paths.local_root is not None else None
 
 
-def _topic_store(store, bootstrap_servers, kafka_options, home) -> EmbeddedStore | KafkaStore:
+def _topic_store(store, bootstrap_servers, kafka_options, home, storage_options=None) -> EmbeddedStore | KafkaStore:
     """The application's topic store from its arguments (one of ``store`` and
     ``bootstrap_servers``; ``kafka_options`` with a Kafka cluster only)."""
     if store is not None and bootstrap_servers is not None:
@@ -542,7 +557,7 @@ def _topic_store(store, bootstrap_servers, kafka_options, home) -> EmbeddedStore
             "kafka_options= applies to a Kafka cluster: give bootstrap_servers= too "
             "(or a KafkaStore created with them as store=)"
         )
-    return store if store is not None else EmbeddedStore(home)
+    return store if store is not None else EmbeddedStore(home, storage_options=storage_options)
 
 
 def _check_batch_bounds(on_kafka: bool, max_files: int | None, max_records: int | None) -> None:

@@ -7,13 +7,19 @@ instance run at a time (:class:`InstanceLock`); and how to delete it all to star
 
     app.json        the state partition count, the run id and the state format, fixed at
                     the first start
-    app.lock        held by the running instance (its pid and start time inside)
+    app.lock        held by the running instance (its pid and start time inside); only
+                    on a local home (a path or file://): elsewhere, running one instance
+                    per application id is the deployment's job, as with Spark's checkpoints
     checkpoint/     Spark's streaming checkpoint (source offsets per batch id)
-    state/          live RocksDB stores, one per (store, state partition)
+    state/          live RocksDB stores, one per (store, state partition), in local mode
+                    on a local home (else each host's local directory: StoreLayout)
     changelog/      the stores' changelog files and snapshots (restore)
     tables/<store>  each materialized table's changelog, a Delta table users read
     positions.json  per source topic partition, the offset after the last record read
                     (what its lag is counted from)
+
+The home may be a URI (:mod:`tablestream.storage.location`): every file above but the
+lock and the working copies is then read and written through :mod:`pyarrow.fs`.
 """
 
 from __future__ import annotations
@@ -22,7 +28,6 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +36,7 @@ from typing import IO, ClassVar
 
 from .. import config as ts_config
 from ..errors import DamagedStateError, TablestreamError, first_line, reset_hint
+from ..storage.location import Durable, Location, local_path, remove_tree
 from .state import StoreLayout
 from .state.files import StoreFiles
 
@@ -58,50 +64,68 @@ class ApplicationRunningError(ApplicationError):
 
 @dataclass(frozen=True)
 class AppPaths:
-    """The directories of one application."""
+    """The directories of one application: under a local path or a URI
+    (:class:`~tablestream.storage.location.Location`)."""
 
-    root: Path
+    root: Durable
 
     @classmethod
-    def of(cls, application_id: str, home: str | os.PathLike[str] | None = None) -> AppPaths:
+    def of(
+        cls,
+        application_id: str,
+        home: str | os.PathLike[str] | Location | None = None,
+        storage_options: dict[str, str] | None = None,
+    ) -> AppPaths:
         """The directories of ``application_id`` under ``home`` (see :func:`tablestream.config.home`)."""
         if not application_id or application_id in (".", "..") or any(c in application_id for c in "/\\\0"):
             raise ApplicationError(f"Invalid application id {application_id!r} (a name without '/')")
-        return cls(ts_config.home(home) / "apps" / application_id)
+        return cls(ts_config.home(home, storage_options) / "apps" / application_id)
 
     @property
     def application_id(self) -> str:
         return self.root.name
 
     @property
-    def meta(self) -> Path:
+    def meta(self) -> Durable:
         return self.root / "app.json"
 
     @property
-    def positions(self) -> Path:
+    def positions(self) -> Durable:
         return self.root / "positions.json"
 
     @property
-    def lock(self) -> Path:
-        return self.root / "app.lock"
+    def local_root(self) -> Path | None:
+        """The application's directory on this host's file system (a local home, or a
+        ``file://`` one); None on any other."""
+        return local_path(self.root)
 
     @property
-    def checkpoint(self) -> Path:
+    def lock(self) -> Path | None:
+        """The instance lock's file (None on a home that is not local: no lock)."""
+        local = self.local_root
+        return None if local is None else local / "app.lock"
+
+    @property
+    def checkpoint(self) -> Durable:
         return self.root / "checkpoint"
 
     @property
     def layout(self) -> StoreLayout:
-        return StoreLayout(self.root / "state", self.root / "changelog", application_id=self.application_id)
+        """The stores' layout: working copies under ``state/`` on a local home (each
+        host's local directory otherwise), changelogs and snapshots under ``changelog/``."""
+        local = self.local_root
+        working = None if local is None else local / "state"
+        return StoreLayout(working, self.root / "changelog", application_id=self.application_id)
 
     @property
-    def tables(self) -> Path:
+    def tables(self) -> Durable:
         return self.root / "tables"
 
-    def table(self, store: str) -> Path:
+    def table(self, store: str) -> Durable:
         return self.tables / store
 
     # ------------------------------------------------------------------ reading
-    def damaged(self, path: Path, problem: str) -> DamagedStateError:
+    def damaged(self, path: Durable, problem: str) -> DamagedStateError:
         return DamagedStateError(
             f"Application '{self.application_id}' is damaged: {path}: {problem} "
             f"({reset_hint(self.application_id)})"
@@ -143,7 +167,7 @@ class AppPaths:
             for batch in self.batches(log)[-newest:]:
                 self._check_log_file(self.checkpoint / log / str(batch))
 
-    def remove_unfinished_checkpoint_writes(self) -> list[Path]:
+    def remove_unfinished_checkpoint_writes(self) -> list[Durable]:
         """Remove what Spark leaves of a checkpoint file it did not finish writing, and
         return their paths. Spark writes each file of its checkpoint as a hidden
         temporary file (``.0.<uuid>.tmp``, beside its checksum ``..0.<uuid>.tmp.crc``)
@@ -163,7 +187,7 @@ class AppPaths:
                     removed.append(path)
         return removed
 
-    def _check_log_file(self, path: Path) -> None:
+    def _check_log_file(self, path: Durable) -> None:
         """A file of Spark's metadata logs: a version line (``v1``), then JSON lines (an
         offset file: metadata, then one offset per source, ``-`` for none)."""
         try:
@@ -206,7 +230,11 @@ class InstanceLock:
     application's directory, held while its query runs, with the holder's pid and start
     time written in the file. The operating system releases it when the holder's process
     ends, so the lock of a dead process never blocks. In one process, a lock whose
-    holder says it is no longer running (``alive``) is taken over.
+    holder says it is no longer running (``alive``) is taken over. An ``fcntl`` lock
+    fences processes of one host only: on a home that is not local (an object store,
+    HDFS) there is none, and one instance per application id is the deployment's job
+    (as for Spark's own checkpoints); the record of the stores' versions still keeps a
+    zombie's writes from counting.
 
     >>> lock = InstanceLock(AppPaths.of("revenue"))                # doctest: +SKIP
     >>> lock.acquire()                                             # doctest: +SKIP
@@ -215,25 +243,30 @@ class InstanceLock:
     tablestream.runtime.layout.ApplicationRunningError: Application 'revenue' is already running (pid 4242, since 2026-11-24 16:20:00)
     """
 
-    _held: ClassVar[dict[Path, InstanceLock]] = {}  # the locks this process holds
+    _held: ClassVar[dict[Path | None, InstanceLock]] = {}  # the locks this process holds
 
     def __init__(self, paths: AppPaths, alive: Callable[[], bool] = lambda: True):
         self.paths = paths
         self.alive = alive
         self._handle: IO[str] | None = None
+        self._unlocked = False  # held on a home without a lock
 
     @property
     def held(self) -> bool:
-        return self._handle is not None
+        return self._handle is not None or self._unlocked
 
     def acquire(self) -> None:
         """Take the lock, or raise :class:`ApplicationRunningError` naming the holder."""
-        if self._handle is not None:
+        if self.held:
             return
-        self.paths.root.mkdir(parents=True, exist_ok=True)
-        handle = open(self.paths.lock, "a+")  # noqa: SIM115 - held until release()
+        lock_path = self.paths.lock
+        if lock_path is None:
+            self._unlocked = True
+            return
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a+")  # noqa: SIM115 - held until release()
         if not _try_lock(handle):
-            holder = InstanceLock._held.get(self.paths.lock)
+            holder = InstanceLock._held.get(lock_path)
             if holder is not None and holder is not self and not holder.alive():
                 holder.release()
             if not _try_lock(handle):
@@ -247,10 +280,11 @@ class InstanceLock:
         handle.write(json.dumps({"pid": os.getpid(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}))
         handle.flush()
         self._handle = handle
-        InstanceLock._held[self.paths.lock] = self
+        InstanceLock._held[lock_path] = self
 
     def release(self) -> None:
         handle, self._handle = self._handle, None
+        self._unlocked = False
         if handle is None:
             return
         if InstanceLock._held.get(self.paths.lock) is self:
@@ -277,7 +311,10 @@ def _try_lock(handle: IO[str], attempts: int = 3) -> bool:
 
 
 def running_instance(paths: AppPaths) -> Instance | None:
-    """The instance running the application (holding its lock), or None."""
+    """The instance running the application (holding its lock), or None (always on a
+    home without a lock)."""
+    if paths.lock is None:
+        return None
     try:
         handle = open(paths.lock)  # noqa: SIM115 - closed below
     except FileNotFoundError:
@@ -296,7 +333,7 @@ def running_instance(paths: AppPaths) -> Instance | None:
 
 
 # ---------------------------------------------------------------------- reset
-def reset_application(application_id: str, home: str | os.PathLike[str] | None = None) -> bool:
+def reset_application(application_id: str, home: str | os.PathLike[str] | Location | None = None) -> bool:
     """Delete everything ``application_id`` keeps (checkpoint, state stores, their
     changelogs and snapshots, materialized tables, its state partition count), so that
     it starts over from the beginning of its source topics, as Kafka's
@@ -319,7 +356,7 @@ def reset_application(application_id: str, home: str | os.PathLike[str] | None =
             err.instance,
         ) from None
     try:
-        shutil.rmtree(paths.root)
+        remove_tree(paths.root)
     finally:
         lock.release()
     return True
@@ -350,7 +387,7 @@ class ApplicationDescription:
     """
 
     application_id: str
-    root: Path
+    root: Durable
     partitions: int | None
     run: str | None
     last_batch: int | None
@@ -365,7 +402,7 @@ class ApplicationDescription:
         return sorted({s.store for s in self.stores})
 
 
-def list_applications(home: str | os.PathLike[str] | None = None) -> list[str]:
+def list_applications(home: str | os.PathLike[str] | Location | None = None) -> list[str]:
     """The ids of the applications under ``home``."""
     apps = ts_config.home(home) / "apps"
     if not apps.is_dir():
@@ -374,7 +411,7 @@ def list_applications(home: str | os.PathLike[str] | None = None) -> list[str]:
 
 
 def describe_application(
-    application_id: str, home: str | os.PathLike[str] | None = None
+    application_id: str, home: str | os.PathLike[str] | Location | None = None
 ) -> ApplicationDescription:
     """What the files of ``application_id`` say about it: state partitions, run id,
     last batch, whether an instance runs, its stores' files and its materialized tables,
@@ -428,7 +465,7 @@ def describe_application(
     )
 
 
-def _subdirs(directory: Path) -> set[str]:
-    if not directory.is_dir():
+def _subdirs(directory: Durable) -> set[str]:
+    if isinstance(directory, Path) and not directory.is_dir():
         return set()
     return {p.name for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")}

@@ -1,4 +1,6 @@
-"""The embedded topic store: Kafka's log semantics on Delta tables in a local directory.
+"""The embedded topic store: Kafka's log semantics on Delta tables in a directory: a
+local one, or a durable location given as a URI (:mod:`tablestream.storage.location`:
+deltalake opens it with its storage options, Spark by its URI).
 
 Layout under the tablestream home (``$TABLESTREAM_HOME``, default ``./.tablestream``)::
 
@@ -14,7 +16,10 @@ and :meth:`EmbeddedStore.delete_topic` still removes it.
 Offsets are contiguous per partition and never reused: the end offset of every partition
 travels in each commit's ``userMetadata``, so compaction (which removes records, maybe the
 last one of a partition) never moves it back. Appends from several processes serialize on
-the topic's lock file. Readers never take the lock: every commit is atomic.
+the topic's lock file, an ``fcntl`` lock: on a home that is not local (an object store,
+HDFS) there is none, and one writer per topic is the deployment's job (Delta's commit
+protocol, not this store, then decides between concurrent appends). Readers never take
+the lock: every commit is atomic.
 
 The store needs no JVM (delta-rs); Spark reads the same tables as streams
 (:meth:`EmbeddedStore.read_stream`).
@@ -26,7 +31,6 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, replace
@@ -48,6 +52,7 @@ from ..errors import (
     UnknownTopicError,
     first_line,
 )
+from .location import Durable, Location, delta_options, local_path, remove_tree, write_atomic
 from .partitioner import partitions_for_keys, spread_keyless
 from .topic import Record, TopicConfig, TopicDescription, validate_topic_name
 
@@ -80,22 +85,29 @@ class EmbeddedStore:
     [Record(key=b'k1', value=b'{"qty": 2}', timestamp=..., partition=2, offset=0, headers=())]
     """
 
-    def __init__(self, home: str | os.PathLike[str] | None = None):
-        self.home = ts_config.home(home)
+    def __init__(
+        self, home: str | os.PathLike[str] | Location | None = None, *, storage_options: dict[str, str] | None = None
+    ):
+        self.home = ts_config.home(home, storage_options)
         self.topics_dir = self.home / "topics"
+        self._options = delta_options(self.home)  # deltalake's storage options
 
     # ----------------------------------------------------------------- paths and locks
-    def _topic_dir(self, name: str) -> Path:
+    def _topic_dir(self, name: str) -> Durable:
         validate_topic_name(name)
         return self.topics_dir / name
 
-    def log_path(self, name: str) -> Path:
+    def log_path(self, name: str) -> Durable:
         """The Delta table holding the topic's records."""
         self.topic_config(name)
         return self._topic_dir(name) / "log"
 
     @contextlib.contextmanager
-    def _lock(self, path: Path) -> Iterator[None]:
+    def _lock(self, at: Durable) -> Iterator[None]:
+        path = local_path(at)
+        if path is None:  # no lock on a home that is not local
+            yield
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
@@ -111,7 +123,7 @@ class EmbeddedStore:
         return self._lock(self._topic_dir(name) / ".lock")
 
     @contextlib.contextmanager
-    def _reading_log(self, name: str) -> Iterator[Path]:
+    def _reading_log(self, name: str) -> Iterator[Durable]:
         """The topic's log path, for reads that report a damaged log as such (a missing
         or unreadable Delta log, a missing or unreadable data file)."""
         path = self._topic_dir(name) / "log"
@@ -124,7 +136,7 @@ class EmbeddedStore:
 
     def _open_log(self, name: str) -> DeltaTable:
         with self._reading_log(name) as path:
-            return DeltaTable(str(path))
+            return DeltaTable(str(path), storage_options=self._options)
 
     # ------------------------------------------------------------------------ catalog
     def create_topic(self, config: TopicConfig) -> TopicConfig:
@@ -134,7 +146,7 @@ class EmbeddedStore:
             if (topic_dir / "topic.json").exists():
                 raise TopicExistsError(config.name)
             if topic_dir.exists():  # left over by a create that did not finish
-                shutil.rmtree(topic_dir)
+                remove_tree(topic_dir)
             topic_dir.mkdir(parents=True)
             DeltaTable.create(
                 str(topic_dir / "log"),
@@ -142,15 +154,14 @@ class EmbeddedStore:
                 partition_by=["partition"],
                 name=config.name,
                 commit_properties=_commit_properties({}, None),
+                storage_options=self._options,
             )
-            tmp = topic_dir / "topic.json.tmp"
-            tmp.write_text(json.dumps(asdict(config), indent=2, sort_keys=True))
-            tmp.replace(topic_dir / "topic.json")
+            write_atomic(topic_dir / "topic.json", json.dumps(asdict(config), indent=2, sort_keys=True).encode())
         return config
 
     def list_topics(self) -> list[str]:
         """Every topic's name, damaged ones included (:meth:`check_topic` tells them)."""
-        if not self.topics_dir.exists():
+        if isinstance(self.topics_dir, Path) and not self.topics_dir.exists():
             return []
         return sorted(p.parent.name for p in self.topics_dir.glob("*/topic.json"))
 
@@ -200,7 +211,7 @@ class EmbeddedStore:
                 raise UnknownTopicError(name)
             with self._topic_lock(name):
                 (topic_dir / "topic.json").unlink()
-            shutil.rmtree(topic_dir)
+            remove_tree(topic_dir)
 
     def describe_topic(self, name: str) -> TopicDescription:
         config = self.topic_config(name)
@@ -271,7 +282,7 @@ class EmbeddedStore:
         path = str(self._topic_dir(name) / "log")
         with self._topic_lock(name):
             with self._reading_log(name):
-                table = DeltaTable(path)
+                table = DeltaTable(path, storage_options=self._options)
                 done = None if txn is None else table.transaction_version(txn[0])
                 end = _end_offsets(table, config)
             if done is not None and txn is not None and done >= txn[1]:
@@ -287,8 +298,9 @@ class EmbeddedStore:
                     mode="append",
                     partition_by=["partition"],
                     commit_properties=_commit_properties(new_end, txn),
+                    storage_options=self._options,
                 )
-                _maybe_checkpoint(path)
+                _maybe_checkpoint(path, self._options)
         return rows
 
     # ------------------------------------------------------------------------ read
@@ -296,7 +308,7 @@ class EmbeddedStore:
         """Every record the topic holds, ordered by partition then offset."""
         self.topic_config(name)
         with self._reading_log(name) as path:
-            table = DeltaTable(str(path)).to_pyarrow_table()
+            table = DeltaTable(str(path), storage_options=self._options).to_pyarrow_table()
         return table.select(LOG_SCHEMA.names).sort_by([("partition", "ascending"), ("offset", "ascending")])
 
     def consume(
@@ -321,7 +333,7 @@ class EmbeddedStore:
                 with self._reading_log(name) as path:
                     # Filter on the partition column only: a pyarrow filter on a data
                     # column can abort the interpreter at exit (a scanner thread outlives it).
-                    rows = DeltaTable(str(path)).to_pyarrow_table(
+                    rows = DeltaTable(str(path), storage_options=self._options).to_pyarrow_table(
                         filters=[[("partition", "=", p)] for p in positions]
                     ).select(LOG_SCHEMA.names)
                 start = pa.array([positions[p] for p in rows.column("partition").to_pylist()], pa.int64())
@@ -401,7 +413,7 @@ class EmbeddedStore:
         path = str(self._topic_dir(name) / "log")
         with self._topic_lock(name):
             with self._reading_log(name):
-                table = DeltaTable(path)
+                table = DeltaTable(path, storage_options=self._options)
                 end = _end_offsets(table, config)
                 records = table.to_pyarrow_table().select(LOG_SCHEMA.names)
             keep = _cleanup_mask(records, config, now)
@@ -416,8 +428,9 @@ class EmbeddedStore:
                     mode="overwrite",
                     partition_by=["partition"],
                     commit_properties=_commit_properties(end, None),
+                    storage_options=self._options,
                 )
-                _maybe_checkpoint(path)
+                _maybe_checkpoint(path, self._options)
         return {"before": records.num_rows, "after": kept.num_rows}
 
 
@@ -525,8 +538,8 @@ def _cleanup_mask(records: pa.Table, config: TopicConfig, now: int) -> pa.Array:
     return pa.array(keep & ~expired)
 
 
-def _maybe_checkpoint(path: str) -> None:
-    table = DeltaTable(path)
+def _maybe_checkpoint(path: str, options: dict[str, str] | None) -> None:
+    table = DeltaTable(path, storage_options=options)
     if table.version() % _CHECKPOINT_EVERY == 0:
         table.create_checkpoint()
 

@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
+from .location import Durable, Location, delta_options
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -51,20 +53,21 @@ class MaterializedTables(Protocol):
 
 
 class DeltaTables:
-    """Materialized tables as Delta changelogs under ``root`` (one table per store),
-    each append a commit carrying the transaction ``tablestream:<application id>``
-    with the batch id as its version.
+    """Materialized tables as Delta changelogs under ``root`` (one table per store; a
+    local path or a :class:`~tablestream.storage.location.Location`, whose URI deltalake
+    and Spark open, deltalake with its storage options), each append a commit carrying
+    the transaction ``tablestream:<application id>`` with the batch id as its version.
 
     >>> tables = DeltaTables("/tmp/ts/apps/revenue/tables", "revenue")   # doctest: +SKIP
     >>> tables.append("totals", changes, batch_id=0)                      # doctest: +SKIP
     >>> tables.read(spark, "totals").show()                               # doctest: +SKIP
     """
 
-    def __init__(self, root: str | os.PathLike[str], application_id: str, run: str | None = None):
-        self.root = Path(root)
+    def __init__(self, root: str | os.PathLike[str] | Location, application_id: str, run: str | None = None):
+        self.root: Durable = root if isinstance(root, Location) else Path(root)
         self.txn_app = transaction_app(application_id, run)
 
-    def path(self, store: str) -> Path:
+    def path(self, store: str) -> Durable:
         """The Delta table of ``store``."""
         return self.root / store
 
@@ -75,8 +78,9 @@ class DeltaTables:
             .append_column("seq", pa.array(np.arange(changes.num_rows, dtype=np.int64)))
             .rename_columns(["key", "value", "ts", "batch", "seq"])
         )
-        if DeltaTable.is_deltatable(str(path)):
-            done = DeltaTable(str(path)).transaction_version(self.txn_app)
+        options = delta_options(path)
+        if DeltaTable.is_deltatable(str(path), options):
+            done = DeltaTable(str(path), storage_options=options).transaction_version(self.txn_app)
             if done is not None and done >= batch_id:
                 return
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,6 +88,7 @@ class DeltaTables:
             str(path),
             rows,
             mode="append",
+            storage_options=options,
             commit_properties=CommitProperties(
                 app_transactions=[Transaction(self.txn_app, batch_id)]
             ),
@@ -93,7 +98,7 @@ class DeltaTables:
         from pyspark.sql import functions as F
 
         path = self.path(store)
-        if not DeltaTable.is_deltatable(str(path)):
+        if not DeltaTable.is_deltatable(str(path), delta_options(path)):
             return spark.createDataFrame([], "key string, value string, ts bigint")
         changes = spark.read.format("delta").load(str(path))
         latest = changes.groupBy(_grouping_key(changes).alias("_k")).agg(
@@ -104,7 +109,7 @@ class DeltaTables:
     def compact(self, spark: SparkSession, store: str) -> None:
         """Rewrite the changelog as its current rows (one per key, deleted keys gone)."""
         path = self.path(store)
-        if not DeltaTable.is_deltatable(str(path)):
+        if not DeltaTable.is_deltatable(str(path), delta_options(path)):
             return
         from pyspark.sql import functions as F
 

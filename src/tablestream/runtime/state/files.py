@@ -35,6 +35,17 @@ from pathlib import Path
 import pyarrow as pa
 
 from ...errors import DamagedStateError, first_line, reset_hint
+from ...storage.location import (
+    COMPLETE_MARKER,
+    Durable,
+    Location,
+    copy_down,
+    copy_up,
+    read_arrow_file,
+    remove_tree,
+    write_arrow_file,
+    write_atomic,
+)
 from .rocks import DamagedDatabase, RocksStore
 from .versioning import Version, VersionRecord, parse_version, version_name
 
@@ -48,14 +59,15 @@ class StoreLayout:
     ``local_dir`` holds the live RocksDB databases, the working copies (fast local
     disk); None: each executor's own local directory (:func:`executor_local_dir`), as on
     a cluster, where a store partition may run on another host than the batch before.
-    ``durable_dir`` holds the changelogs and snapshots they are rebuilt from (the
-    checkpoint location, which every executor sees). ``application_id`` names the
+    ``durable_dir`` holds the changelogs and snapshots they are rebuilt from (under
+    the application's durable location, which every executor sees: a local path or a
+    :class:`~tablestream.storage.location.Location`). ``application_id`` names the
     application in errors about damaged files; with ``run``, it names its working
     copies' directory on an executor.
     """
 
     local_dir: Path | None
-    durable_dir: Path
+    durable_dir: Durable
     snapshot_every: int = 10
     snapshots_kept: int = 2
     application_id: str | None = None
@@ -76,14 +88,14 @@ class StoreLayout:
     def lock_file(self, store: str, partition: int) -> Path:
         return self.working_dir / store / str(partition) / ".lock"
 
-    def changelog_dir(self, store: str, partition: int) -> Path:
+    def changelog_dir(self, store: str, partition: int) -> Durable:
         return self.durable_dir / store / str(partition) / "changelog"
 
-    def snapshot_dir(self, store: str, partition: int) -> Path:
+    def snapshot_dir(self, store: str, partition: int) -> Durable:
         return self.durable_dir / store / str(partition) / "snapshots"
 
     @property
-    def versions_dir(self) -> Path:
+    def versions_dir(self) -> Durable:
         """Where the runner records the version of each store partition after each
         batch (:class:`~.versioning.VersionRecord`)."""
         return self.durable_dir / ".versions"
@@ -92,7 +104,7 @@ class StoreLayout:
         """The record of the stores' versions after each batch."""
         return VersionRecord(self.versions_dir, self._damaged_record)
 
-    def _damaged_record(self, path: Path, problem: str) -> DamagedStateError:
+    def _damaged_record(self, path: Durable, problem: str) -> DamagedStateError:
         return DamagedStateError(
             f"The record of the stores' versions is damaged: {path}: {problem} ({reset_hint(self.application_id)})"
         )
@@ -110,11 +122,11 @@ def executor_local_dir() -> Path:
     return Path(tempfile.gettempdir())
 
 
-def _version_files(directory: Path, suffix: str = "") -> dict[Version, Path]:
-    if not directory.exists():
+def _version_files(directory: Durable, suffix: str = "") -> dict[Version, Durable]:
+    if isinstance(directory, Path) and not directory.exists():
         return {}
     found = {}
-    for path in directory.iterdir():
+    for path in directory.iterdir():  # a Location lists nothing when it is not there
         name = path.name
         if suffix and not name.endswith(suffix):
             continue
@@ -132,11 +144,16 @@ class StoreFiles:
     store: str
     partition: int
 
-    def changelogs(self) -> dict[Version, Path]:
+    def changelogs(self) -> dict[Version, Durable]:
         return _version_files(self.layout.changelog_dir(self.store, self.partition), ".arrow")
 
-    def snapshots(self) -> dict[Version, Path]:
-        return _version_files(self.layout.snapshot_dir(self.store, self.partition))
+    def snapshots(self) -> dict[Version, Durable]:
+        """The snapshots by version; on a :class:`Location`, those whose upload was
+        completed (its marker, written last, is there)."""
+        found = _version_files(self.layout.snapshot_dir(self.store, self.partition))
+        if isinstance(self.layout.durable_dir, Location):
+            found = {v: p for v, p in found.items() if (p / COMPLETE_MARKER).exists()}
+        return found
 
     def newest_before(self, batch_id: int) -> Version | None:
         """The newest version of a batch before ``batch_id`` among the durable files (by
@@ -148,7 +165,7 @@ class StoreFiles:
             return None
         return max(candidates, key=lambda v: (v.batch, _mtime(found[v])))
 
-    def damaged(self, path: Path, problem: str) -> DamagedStateError:
+    def damaged(self, path: Durable, problem: str) -> DamagedStateError:
         """The error for a damaged or missing file of this store: one self-contained line."""
         return DamagedStateError(
             f"State store '{self.store}' partition {self.partition} is damaged: {path}: {problem} "
@@ -173,16 +190,12 @@ class StoreFiles:
         table = pa.table({"key": keys, "entry": entries}, schema=schema)
         changelog_dir = self.layout.changelog_dir(self.store, self.partition)
         changelog_dir.mkdir(parents=True, exist_ok=True)
-        target = changelog_dir / f"{version.name}.arrow"
-        tmp = target.with_suffix(".tmp")
-        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
-            writer.write_table(table)
-        os.replace(tmp, target)
+        write_arrow_file(changelog_dir / f"{version.name}.arrow", table)
 
-    def read_changelog(self, path: Path) -> tuple[pa.Table, Version | None]:
+    def read_changelog(self, path: Durable) -> tuple[pa.Table, Version | None]:
         """A changelog file's keys and entries, and the version it was written on."""
         try:
-            table = pa.ipc.open_file(str(path)).read_all()
+            table = read_arrow_file(path)
         except (OSError, pa.ArrowException) as err:
             raise self.damaged(path, f"unreadable changelog: {first_line(err)}") from None
         if table.schema.remove_metadata() != _CHANGELOG_SCHEMA:
@@ -194,7 +207,7 @@ class StoreFiles:
         return table, previous
 
     def chain(
-        self, target: Version | None, copy: Version | None = None, unusable: Mapping[Path, str] | None = None
+        self, target: Version | None, copy: Version | None = None, unusable: Mapping[Durable, str] | None = None
     ) -> _Chain:
         """How to build the store as of ``target``: walking the changelogs back from it
         to the first base found, the working copy (when it holds ``copy``, a version on
@@ -228,7 +241,7 @@ class StoreFiles:
         for version, table in steps:
             db.write(table.column("key"), table.column("entry"), version, db.version())
 
-    def restore(self, target: Version | None, unusable: Mapping[Path, str] | None = None) -> RocksStore:
+    def restore(self, target: Version | None, unusable: Mapping[Durable, str] | None = None) -> RocksStore:
         """The database rebuilt, in place of what was there, as of ``target``: from the
         newest snapshot on its chain and the changelogs after it. A snapshot that
         RocksDB finds damaged (or one of ``unusable``: snapshot -> problem, found so
@@ -266,12 +279,12 @@ class StoreFiles:
         return self.damaged(err.path, err.problem)
 
     @staticmethod
-    def snapshot_problem(err: DamagedDatabase, snapshot: Path) -> str:
+    def snapshot_problem(err: DamagedDatabase, snapshot: Durable) -> str:
         """What is wrong with ``snapshot``, from RocksDB's report on a copy of it (which
         names the copy's files: the snapshot's are named instead)."""
         return f"unreadable snapshot: {err.problem.replace(str(err.path), str(snapshot))}"
 
-    def pass_over(self, snapshot: Path, problem: str) -> None:
+    def pass_over(self, snapshot: Durable, problem: str) -> None:
         """Tell, in one warning line, that a damaged snapshot is passed over."""
         _LOG.warning(
             "State store '%s' partition %d: its snapshot %s is damaged (%s); restoring from an older one",
@@ -284,13 +297,14 @@ class StoreFiles:
         db_dir.parent.mkdir(parents=True, exist_ok=True)
         return db_dir
 
-    def _restore_from(self, snapshot: Path, version: Version, steps: list[tuple[Version, pa.Table]]) -> RocksStore:
+    def _restore_from(self, snapshot: Durable, version: Version, steps: list[tuple[Version, pa.Table]]) -> RocksStore:
         """The snapshot of ``version`` copied to the database's directory, opened, and
         caught up with the changelogs after it."""
         db_dir = self._empty_db_dir()
         db = None
         try:
-            shutil.copytree(snapshot, db_dir)
+            copy_down(snapshot, db_dir)
+            (db_dir / COMPLETE_MARKER).unlink(missing_ok=True)
             db = RocksStore(db_dir)
             held = db.version()
         except (OSError, DamagedDatabase) as err:
@@ -338,24 +352,42 @@ class StoreFiles:
         if newest is None and version.batch + 1 < self.layout.snapshot_every:
             return
         target = self.layout.snapshot_dir(self.store, self.partition) / version.name
-        if target.exists():
-            shutil.rmtree(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.parent / f".{version.name}.tmp"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        db.checkpoint(tmp)
-        os.replace(tmp, target)
+        if isinstance(target, Location):
+            self._upload_snapshot(db, target)
+        else:
+            if target.exists():
+                shutil.rmtree(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.parent / f".{version.name}.tmp"
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            db.checkpoint(tmp)
+            os.replace(tmp, target)
         snapshots[version] = target
         kept = sorted({v.batch for v in snapshots})[-max(self.layout.snapshots_kept, 2) :]
         for old, path in snapshots.items():
             if old.batch not in kept:
-                shutil.rmtree(path, ignore_errors=True)
+                remove_tree(path, ignore_errors=True)
         if len(kept) < 2:
             return  # the version this one was written on stays restorable (a replay of it)
         for old, path in self.changelogs().items():
             if old.batch <= kept[0]:
                 path.unlink(missing_ok=True)
+
+
+    def _upload_snapshot(self, db: RocksStore, target: Location) -> None:
+        """A RocksDB checkpoint taken on the local disk beside the working copy, its
+        files copied to ``target``, then the marker that makes it a snapshot (a durable
+        store has no atomic rename of a directory: an upload cut short is never listed)."""
+        remove_tree(target, ignore_errors=True)
+        local = self.layout.db_dir(self.store, self.partition).parent / f".snapshot-{target.name}"
+        shutil.rmtree(local, ignore_errors=True)
+        db.checkpoint(local)
+        try:
+            copy_up(local, target)
+            write_atomic(target / COMPLETE_MARKER, b"")
+        finally:
+            shutil.rmtree(local, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -366,17 +398,17 @@ class _Chain:
     base: str
     version: Version | None
     steps: list[tuple[Version, pa.Table]]
-    snapshot: Path | None = None
+    snapshot: Durable | None = None
 
 
-def _mtime(path: Path) -> float:
+def _mtime(path: Durable) -> float:
     try:
         return path.stat().st_mtime
     except OSError:
         return 0.0
 
 
-def _snapshot_batch(path: Path) -> int:
+def _snapshot_batch(path: Durable) -> int:
     version = Version.parse(path.name)
     return -1 if version is None else version.batch
 
@@ -392,7 +424,7 @@ def _remove(path: Path) -> None:
 class _UnusableSnapshot(Exception):  # noqa: N818 - the snapshot's state, not an action
     """A snapshot that cannot be restored from (``problem`` says why)."""
 
-    def __init__(self, path: Path, problem: str) -> None:
+    def __init__(self, path: Durable, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem

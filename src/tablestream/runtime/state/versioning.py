@@ -5,10 +5,10 @@ of which version of each store partition each batch left (:class:`VersionRecord`
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import NamedTuple
+
+from ...storage.location import Durable, write_atomic
 
 _NONE = "-1"  # no version: the empty store
 
@@ -67,7 +67,7 @@ class VersionRecord:
     Version(batch=7, commit='3f9a0c1b2d4e')
     """
 
-    def __init__(self, directory: Path, damaged: Callable[[Path, str], Exception], kept: int = 3) -> None:
+    def __init__(self, directory: Durable, damaged: Callable[[Durable, str], Exception], kept: int = 3) -> None:
         self.directory = directory
         self._damaged = damaged
         self.kept = kept
@@ -107,11 +107,8 @@ class VersionRecord:
             if version.batch == batch_id:
                 versions.setdefault(store, {})[partition] = version
         self.directory.mkdir(parents=True, exist_ok=True)
-        target = self.directory / f"{batch_id}.json"
-        tmp = self.directory / f".{batch_id}.json.tmp"
         text = {store: {str(p): v.name for p, v in sorted(parts.items())} for store, parts in sorted(versions.items())}
-        tmp.write_text(json.dumps({"batch": batch_id, "stores": text}))
-        os.replace(tmp, target)
+        write_atomic(self.directory / f"{batch_id}.json", json.dumps({"batch": batch_id, "stores": text}).encode())
         self._known = {batch_id: versions}
         kept = [b for b in self._recorded() if b <= batch_id][-self.kept :]
         for path in self.directory.glob("*.json"):
