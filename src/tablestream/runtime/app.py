@@ -25,6 +25,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +34,20 @@ import pyarrow as pa
 from .. import config as ts_config
 from ..plan.topology import Topology
 from ..progress import BatchProgress
-from ..storage.embedded import EmbeddedStore
+from ..storage.delta_files import DataFile
+from ..storage.embedded import EmbeddedStore, FileAppend
 from ..storage.kafka import KafkaStore
 from ..storage.kafka_batches import KafkaBatchWriter
 from ..storage.location import Location, write_atomic
 from ..storage.processing_log import processing_log_topic, processing_log_values
-from ..storage.tables import DeltaTables, MaterializedTables, transaction_app
+from ..storage.tables import DeltaTables, MaterializedTables, TableFiles, transaction_app
 from ..storage.topic import TopicConfig
 from .commit import commit_batch
 from .failure_text import failure_line
 from .failures import ProcessingSettings
 from .layout import STATE_FORMAT, ApplicationError, AppPaths, InstanceLock, reset_application
 from .output import TableEncoding
+from .output_files import ExecutorWrites
 from .runner import BatchRunner
 
 
@@ -306,10 +309,11 @@ class Application:
         self._batch, self._failure = batch_id, None
         try:
             committed = self.paths.batches("commits")
-            collected = self.runner.process(records, batch_id, committed[-1] if committed else None)
+            writes = self._sink.executor_writes(batch_id)
+            collected = self.runner.process(records, batch_id, committed[-1] if committed else None, writes)
             commit_batch(collected, self._sink, batch_id)
         except BaseException as error:
-            self._sink.discard()  # records staged for a transaction that never began
+            self._sink.discard()  # records staged for a transaction that never began, topic locks
             self._failure = error  # the query's own exception holds only its text
             raise
         positions = self.runner.last_positions
@@ -484,8 +488,12 @@ class Application:
 class _ApplicationSink:
     """A batch's outputs into the application's topic store and materialized tables,
     every write idempotent per batch id; tables compacted every
-    ``compact_tables_every`` batches. On Kafka, records for topics are staged and
-    written at :meth:`commit`, in one transaction with the batch's commit marker."""
+    ``compact_tables_every`` batches. Materialized tables and embedded output topics
+    are written by the executors (:meth:`executor_writes`; each embedded output topic's
+    lock held from reading its end offsets to its commit); the processing log and, on
+    Kafka, records for topics come to the driver. On Kafka, records for topics are
+    staged and written at :meth:`commit`, in one transaction with the batch's commit
+    marker."""
 
     def __init__(self, app: Application):
         self.app = app
@@ -494,6 +502,30 @@ class _ApplicationSink:
         self.writer = (
             KafkaBatchWriter(app.store, app.application_id, app.run) if isinstance(app.store, KafkaStore) else None
         )
+        self._held = ExitStack()
+        self._appends: dict[str, FileAppend] = {}
+        self._tables: dict[str, TableFiles] = {}
+
+    def executor_writes(self, batch_id: int) -> ExecutorWrites:
+        self._held.close()
+        self._appends, self._tables = {}, {}
+        if self.writer is None:
+            topics = sorted({sink.topic for sink in self.app.topology.sinks})  # locks in one order
+            for topic in topics:
+                self._appends[topic] = self._held.enter_context(
+                    self.app.store.appending_files(topic, (self.txn_app, batch_id))
+                )
+        for store in self.app.topology.stores:
+            if store.queryable:
+                self._tables[store.name] = self.app.tables.appending_files(store.name, batch_id)
+        return ExecutorWrites(self._appends, self._tables, self.app.partitions)
+
+    def commit_topic_files(self, topic: str, files: list[DataFile], batch_id: int) -> None:
+        self.app.store.commit_files(self._appends[topic], files)
+
+    def commit_table_files(self, store: str, files: list[DataFile], schema: pa.Schema, batch_id: int) -> None:
+        self.app.tables.commit_files(self._tables[store], files, schema)
+        self._compact_now(store, batch_id)
 
     def write_records(self, topic: str, records: pa.Table, batch_id: int) -> None:
         if self.writer is not None:
@@ -505,6 +537,9 @@ class _ApplicationSink:
         self, store: str, changes: pa.Table, encoding: TableEncoding, batch_id: int
     ) -> None:
         self.app.tables.append(store, changes, batch_id)
+        self._compact_now(store, batch_id)
+
+    def _compact_now(self, store: str, batch_id: int) -> None:
         if batch_id > 0 and batch_id % self.app.compact_tables_every == 0:
             self.app.compact_table(store)
 
@@ -519,14 +554,21 @@ class _ApplicationSink:
         self.write_records(self.log_topic, log, batch_id)
 
     def commit(self, batch_id: int) -> None:
-        if self.writer is not None:
-            self.writer.commit(batch_id)
+        try:
+            if self.writer is not None:
+                self.writer.commit(batch_id)
+        finally:
+            self._held.close()
 
     def discard(self) -> None:
-        if self.writer is not None:
-            self.writer.discard()
+        try:
+            if self.writer is not None:
+                self.writer.discard()
+        finally:
+            self._held.close()
 
     def close(self) -> None:
+        self._held.close()
         if self.writer is not None:
             self.writer.close()
 

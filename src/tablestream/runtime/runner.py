@@ -34,6 +34,7 @@ from .batch import BatchContext, BatchOutput
 from .failures import FailureLog, ProcessingSettings, carefully, operating
 from .frames import Frame
 from .output import CollectedBatch, collect_batch
+from .output_files import ExecutorWrites
 from .physical import PhysicalPlan
 from .positions import BatchPositions, read_positions
 from .rules import rule_for
@@ -112,7 +113,9 @@ class BatchRunner:
     def _build_rules(self) -> list:
         return [(node, _rule(node, self.physical)) for node in self.topology.nodes]
 
-    def process(self, records: DataFrame, batch_id: int, committed: int | None = None) -> CollectedBatch:
+    def process(
+        self, records: DataFrame, batch_id: int, committed: int | None = None, writes: ExecutorWrites | None = None
+    ) -> CollectedBatch:
         """Compute one batch and collect everything it writes (see :meth:`run` and
         :meth:`collect`). When a Spark job of the batch fails on a value (SQLSTATE class
         22: a SQL expression raised on a record), the batch is run again carefully: the
@@ -120,9 +123,10 @@ class BatchRunner:
         ``processing_errors="fail"``, fail the batch with one line naming one); a
         failure a careful run cannot catch is raised as it is. ``committed``: the last
         batch the application's checkpoint says is done (its record of the stores'
-        versions must be there; see :meth:`VersionRecord.before`)."""
+        versions must be there; see :meth:`VersionRecord.before`). ``writes``: the
+        outputs the executors write (see :meth:`collect`)."""
         try:
-            return self._process(records, batch_id, careful=False, committed=committed)
+            return self._process(records, batch_id, careful=False, committed=committed, writes=writes)
         except Exception as error:
             if not is_data_error(error):
                 raise
@@ -131,12 +135,14 @@ class BatchRunner:
                 batch_id, str(error).splitlines()[0],
             )
         self.careful_runs += 1
-        return self._process(records, batch_id, careful=True, committed=committed)
+        return self._process(records, batch_id, careful=True, committed=committed, writes=writes)
 
-    def _process(self, records: DataFrame, batch_id: int, *, careful: bool, committed: int | None) -> CollectedBatch:
+    def _process(
+        self, records: DataFrame, batch_id: int, *, careful: bool, committed: int | None, writes: ExecutorWrites | None
+    ) -> CollectedBatch:
         out = self.run(records, batch_id, careful=careful, committed=committed)
         try:
-            return self.collect(out)
+            return self.collect(out, writes)
         finally:
             out.release()
 
@@ -189,13 +195,14 @@ class BatchRunner:
             self._reporters[key] = self.failures.reporter(rule.operator, positioned)
         return self._reporters[key]
 
-    def collect(self, out: BatchOutput) -> CollectedBatch:
-        """Everything a computed batch writes, collected on the driver (one Spark job),
-        with the records its operators could not process in its processing-log entries;
+    def collect(self, out: BatchOutput, writes: ExecutorWrites | None = None) -> CollectedBatch:
+        """Everything a computed batch writes, collected on the driver (one Spark job;
+        the outputs ``writes`` names are written by its tasks, and only their files'
+        summaries are collected), with the records its operators could not process in its processing-log entries;
         raises :class:`~tablestream.runtime.failures.ProcessingError` instead when a user
         function failed and ``processing_errors="fail"``. Records the versions of the
         stores the batch wrote."""
-        collected = collect_batch(out)
+        collected = collect_batch(out, writes)
         collected.errors = self.failures.settle(collected.errors)
         self.versions.record(out.batch_id, self._written.value, out.committed)
         return collected

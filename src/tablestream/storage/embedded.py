@@ -33,7 +33,7 @@ import json
 import os
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +52,7 @@ from ..errors import (
     UnknownTopicError,
     first_line,
 )
+from .delta_files import DataFile, commit_data_files
 from .location import Durable, Location, delta_options, local_path, remove_tree, write_atomic
 from .partitioner import partitions_for_keys, spread_keyless
 from .topic import Record, TopicConfig, TopicDescription, validate_topic_name
@@ -303,6 +304,46 @@ class EmbeddedStore:
                 _maybe_checkpoint(path, self._options)
         return rows
 
+    @contextlib.contextmanager
+    def appending_files(self, name: str, txn: tuple[str, int]) -> Iterator[FileAppend]:
+        """Hold the topic's lock while records are written as data files elsewhere (by
+        Spark tasks) and committed with :meth:`commit_files`: yields where the files go
+        and the end offsets the new records follow, read under the lock, so no other
+        append comes between. ``done`` when ``txn`` (application, batch id) is already
+        committed: a replayed batch writes nothing.
+
+        >>> with store.appending_files("totals", ("tablestream:revenue:r1", 7)) as target:   # doctest: +SKIP
+        ...     files = write_in_tasks(target)          # offsets target.end[p] + i
+        ...     store.commit_files(target, files)
+        """
+        config = self.topic_config(name)
+        path = str(self._topic_dir(name) / "log")
+        with self._topic_lock(name):
+            with self._reading_log(name):
+                table = DeltaTable(path, storage_options=self._options)
+                done = table.transaction_version(txn[0])
+                end = _end_offsets(table, config)
+            yield FileAppend(
+                name, path, config.partitions, end, done is not None and done >= txn[1], txn, now_ms(), self._options
+            )
+
+    def commit_files(self, target: FileAppend, files: Sequence[DataFile]) -> None:
+        """Commit the data files written for ``target`` (one file per partition's new
+        records, offsets from ``target.end``) in one Delta commit carrying the new end
+        offsets and the batch's transaction; nothing when the batch was committed
+        before. Call inside :meth:`appending_files`."""
+        if target.done:
+            return
+        new_end = dict(target.end)
+        for file in files:
+            partition = int(file.partition_values["partition"])
+            new_end[partition] += file.rows
+        commit_data_files(
+            target.path, files, LOG_SCHEMA, _commit_properties(new_end, target.txn), partition_by=["partition"],
+            storage_options=target.storage_options,
+        )
+        _maybe_checkpoint(target.path, target.storage_options)
+
     # ------------------------------------------------------------------------ read
     def read(self, name: str) -> pa.Table:
         """Every record the topic holds, ordered by partition then offset."""
@@ -434,6 +475,53 @@ class EmbeddedStore:
         return {"before": records.num_rows, "after": kept.num_rows}
 
 
+@dataclass(frozen=True)
+class FileAppend:
+    """One batch's append to a topic written as data files (see
+    :meth:`EmbeddedStore.appending_files`): the log's Delta table (a path string), the
+    topic's partition count, each partition's end offset before the batch, whether the
+    batch is already committed, its transaction, and the timestamp of records that have
+    none (the append time)."""
+
+    topic: str
+    path: str
+    partitions: int
+    end: dict[int, int]
+    done: bool
+    txn: tuple[str, int]
+    now: int
+    storage_options: dict[str, str] | None = None
+
+
+def default_partitions(keys: pa.Array | pa.ChunkedArray, partitions: int) -> np.ndarray:
+    """Kafka's default partitioner over serialized keys: murmur2 of a key, records
+    without one spread as the sticky partitioner spreads them."""
+    parts = partitions_for_keys(keys.to_pylist(), partitions)
+    keyless = np.flatnonzero(parts < 0)
+    if len(keyless):
+        parts[keyless] = spread_keyless(len(keyless), partitions)
+    return parts
+
+
+def log_rows(records: pa.Table, partition: int, first_offset: int, now: int) -> pa.Table:
+    """One partition's new records (``key``, ``value`` bytes, ``timestamp``, in order) as
+    the log's data file holds them: offsets from ``first_offset``, missing timestamps
+    ``now``, no headers (the partition is the file's directory)."""
+    n = records.num_rows
+    return pa.table(
+        {
+            "offset": pa.array(np.arange(first_offset, first_offset + n, dtype=np.int64)),
+            "timestamp": pc.fill_null(records.column("timestamp").cast(pa.int64()), now),
+            "key": records.column("key").cast(pa.binary()),
+            "value": records.column("value").cast(pa.binary()),
+            "headers": pa.ListArray.from_arrays(
+                pa.array(np.zeros(n + 1, np.int32)), pa.array([], HEADER_TYPE.value_type)
+            ),
+        },
+        schema=pa.schema([f for f in LOG_SCHEMA if f.name != "partition"]),
+    )
+
+
 # ------------------------------------------------------------------------------ helpers
 def _offsets_metadata(end: dict[int, int]) -> str:
     return json.dumps({"endOffsets": {str(p): o for p, o in sorted(end.items())}})
@@ -487,10 +575,7 @@ def _normalize(batch: pa.Table, config: TopicConfig, default_ts: int) -> pa.Tabl
     bad = given & ((explicit < 0) | (explicit >= config.partitions))
     if bad.any():
         raise InvalidPartitionError(config.name, int(explicit[bad][0]), config.partitions)
-    parts = np.where(given, explicit, partitions_for_keys(keys.to_pylist(), config.partitions))
-    keyless = np.flatnonzero(parts < 0)
-    if len(keyless):
-        parts[keyless] = spread_keyless(len(keyless), config.partitions)
+    parts = np.where(given, explicit, default_partitions(keys, config.partitions))
     return pa.table(
         {
             "partition": pa.array(parts, pa.int32()),

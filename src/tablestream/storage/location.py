@@ -206,6 +206,11 @@ class Location:
         return parts.netloc + unquote(parts.path)
 
     @property
+    def fs_path(self) -> str:
+        """The path of this location in :attr:`filesystem`."""
+        return self._path()
+
+    @property
     def filesystem(self) -> pafs.FileSystem:
         """The pyarrow filesystem this location is on (made once per process)."""
         parts = urlsplit(self.uri)

@@ -9,6 +9,7 @@ batch, seq`` (a deleted key has a null ``value``; ``batch, seq`` order the chang
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -16,12 +17,13 @@ import numpy as np
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
+from .delta_files import DataFile, commit_data_files
 from .location import Durable, Location, delta_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["DeltaTables", "MaterializedTables", "transaction_app"]
+__all__ = ["DeltaTables", "MaterializedTables", "TableFiles", "table_rows", "transaction_app"]
 
 
 def transaction_app(application_id: str, run: str | None = None) -> str:
@@ -40,6 +42,16 @@ class MaterializedTables(Protocol):
     def append(self, store: str, changes: pa.Table, batch_id: int) -> None:
         """Add one batch's changes (``key, new, ts``, in order; ``new`` null for a
         deletion). Idempotent per batch id: a batch already appended is skipped."""
+        ...
+
+    def appending_files(self, store: str, batch_id: int) -> TableFiles:
+        """Where a batch's changes are written as data files by Spark tasks (see
+        :func:`table_rows`), and whether the batch is already appended."""
+        ...
+
+    def commit_files(self, target: TableFiles, files: list[DataFile], schema: pa.Schema) -> None:
+        """Commit the data files of a batch's changes; idempotent per batch id as
+        :meth:`append`."""
         ...
 
     def read(self, spark: SparkSession, store: str) -> DataFrame:
@@ -73,11 +85,7 @@ class DeltaTables:
 
     def append(self, store: str, changes: pa.Table, batch_id: int) -> None:
         path = self.path(store)
-        rows = (
-            changes.append_column("batch", pa.array(np.full(changes.num_rows, batch_id, np.int64)))
-            .append_column("seq", pa.array(np.arange(changes.num_rows, dtype=np.int64)))
-            .rename_columns(["key", "value", "ts", "batch", "seq"])
-        )
+        rows = table_rows(changes, batch_id)
         options = delta_options(path)
         if DeltaTable.is_deltatable(str(path), options):
             done = DeltaTable(str(path), storage_options=options).transaction_version(self.txn_app)
@@ -92,6 +100,34 @@ class DeltaTables:
             commit_properties=CommitProperties(
                 app_transactions=[Transaction(self.txn_app, batch_id)]
             ),
+        )
+
+    def appending_files(self, store: str, batch_id: int) -> TableFiles:
+        """Where one batch's changes to ``store`` are written as data files (by Spark
+        tasks, see :func:`table_rows`) before :meth:`commit_files` commits them; ``done``
+        when the batch is already appended (a replay writes nothing)."""
+        path = self.path(store)
+        options = delta_options(path)
+        done = (
+            DeltaTable(str(path), storage_options=options).transaction_version(self.txn_app)
+            if DeltaTable.is_deltatable(str(path), options)
+            else None
+        )
+        return TableFiles(store, str(path), batch_id, done is not None and done >= batch_id, options)
+
+    def commit_files(self, target: TableFiles, files: list[DataFile], schema: pa.Schema) -> None:
+        """Commit the data files of one batch's changes (rows of ``schema``, see
+        :func:`table_rows`) in one Delta commit carrying the batch's transaction."""
+        if target.done:
+            return
+        if isinstance(self.root, Path):
+            self.root.mkdir(parents=True, exist_ok=True)
+        commit_data_files(
+            target.path,
+            files,
+            schema,
+            CommitProperties(app_transactions=[Transaction(self.txn_app, target.batch_id)]),
+            storage_options=target.storage_options,
         )
 
     def read(self, spark: SparkSession, store: str) -> DataFrame:
@@ -121,6 +157,29 @@ class DeltaTables:
             .where(F.col("value").isNotNull())
         )
         current.write.format("delta").mode("overwrite").save(str(path))
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """One batch's append to a materialized table written as data files: the table's
+    Delta path (a string), the batch, and whether it is already appended."""
+
+    store: str
+    path: str
+    batch_id: int
+    done: bool
+    storage_options: dict[str, str] | None = None
+
+
+def table_rows(changes: pa.Table, batch_id: int) -> pa.Table:
+    """A batch's changes (``key, new, ts``, in order) as the table keeps them: ``key,
+    value, ts, batch, seq``, ``seq`` numbering them in that order (the last change of a
+    key in a batch has its highest ``seq``)."""
+    return (
+        changes.append_column("batch", pa.array(np.full(changes.num_rows, batch_id, np.int64)))
+        .append_column("seq", pa.array(np.arange(changes.num_rows, dtype=np.int64)))
+        .rename_columns(["key", "value", "ts", "batch", "seq"])
+    )
 
 
 def _grouping_key(changes: DataFrame):

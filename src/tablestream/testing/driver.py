@@ -286,6 +286,10 @@ class _MemorySink:
         self.tables = tables
         self.processing_log = processing_log
 
+    def executor_writes(self, batch_id: int) -> None:
+        """Every output comes to the driver's memory as rows."""
+        return None
+
     def write_records(self, topic: str, records: pa.Table, batch_id: int) -> None:
         self.outputs.setdefault(topic, []).extend(
             zip(
