@@ -228,9 +228,8 @@ def test_store_and_batch_arguments_are_checked_before_anything_starts(tmp_path):
     cases = [
         (dict(store=EmbeddedStore(tmp_path), bootstrap_servers="127.0.0.1:1"), "Give an Application either store= or bootstrap_servers=, not both"),
         (dict(kafka_options={"security.protocol": "SSL"}), "kafka_options= applies to a Kafka cluster: give bootstrap_servers= too (or a KafkaStore created with them as store=)"),
-        (dict(bootstrap_servers="127.0.0.1:1", max_files_per_batch=2), "max_files_per_batch bounds batches of the embedded store; on Kafka use max_records_per_batch"),
-        (dict(max_records_per_batch=2), "max_records_per_batch bounds batches on Kafka; on the embedded store use max_files_per_batch"),
-        (dict(bootstrap_servers="127.0.0.1:1", max_records_per_batch=0), "max_records_per_batch must be a positive integer, got 0"),
+        (dict(bootstrap_servers="127.0.0.1:1", max_records_per_batch=0), "max_records_per_batch must be a positive integer or None (unbounded), got 0"),
+        (dict(max_records_per_batch=2.5), "max_records_per_batch must be a positive integer or None (unbounded), got 2.5"),
     ]
     for arguments, message in cases:
         with pytest.raises(ApplicationError) as refused:

@@ -20,7 +20,7 @@ from tablestream.runtime.app import Application
 from tablestream.spark import get_spark
 from tablestream.storage.embedded import EmbeddedStore
 
-FILES_PER_BATCH = 4
+RECORDS_PER_BATCH = 20_000
 
 
 def topology(events: str = "events", out: str = "sums-out"):
@@ -44,12 +44,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     spark = get_spark("local[2]", app_name="tablestream-crash-test", conf={"spark.sql.shuffle.partitions": "2"})
     if args.bootstrap_servers:
-        where = dict(
-            bootstrap_servers=args.bootstrap_servers, home=args.home, max_records_per_batch=args.records_per_batch
-        )
+        where = dict(bootstrap_servers=args.bootstrap_servers, home=args.home)
     else:
-        where = dict(store=EmbeddedStore(args.home), max_files_per_batch=FILES_PER_BATCH)
-    app = Application(topology(args.events, args.out), args.app_id, spark=spark, snapshot_every=3, **where)
+        where = dict(store=EmbeddedStore(args.home))
+    app = Application(
+        topology(args.events, args.out), args.app_id, spark=spark, snapshot_every=3,
+        max_records_per_batch=args.records_per_batch or RECORDS_PER_BATCH, **where,
+    )
     if args.stop_in_first_offsets:
         app.start(processing_time="1 second")
         offsets = app.paths.checkpoint / "offsets"

@@ -119,13 +119,13 @@ def test_state_written_in_an_earlier_format_is_refused_with_the_reset(tmp_path, 
     store, app = _orders_app(tmp_path / "home", spark)
     store.produce("orders", [Record(b"o1", b'{"customer": "ada", "amount": 10.0}', 1_000)])
     app.run_until_caught_up()
-    assert json.loads(app.paths.meta.read_text())["state_format"] == 2
+    assert json.loads(app.paths.meta.read_text())["state_format"] == 3
     app.paths.meta.write_text(json.dumps({"partitions": 2, "run": "r1"}))
     with pytest.raises(ApplicationError) as refused:
         Application(app.topology, "orders-app", store=store, spark=spark)
     assert str(refused.value) == (
         "Application 'orders-app' keeps its state in format 1; this version of tablestream reads "
-        "format 2 (reset the application to run it again from its topics: Application.reset() or "
+        "format 3 (reset the application to run it again from its topics: Application.reset() or "
         "'tablestream app reset orders-app')"
     )
     app.reset()
@@ -174,8 +174,8 @@ def test_reset_starts_over_from_the_beginning_and_allows_another_partition_count
 
 
 def test_progress_reports_each_batch_its_records_and_the_lag(tmp_path, spark):
-    """One file per micro-batch: the first batch reads the first append (3 records) and
-    leaves the second (2 records) behind. The position after the last batch is kept, so
+    """Three records per micro-batch: the first batch reads the first three records and
+    leaves two behind. The position after the last batch is kept, so
     a new instance of the application knows its lag before it runs."""
     store = EmbeddedStore(tmp_path / "home")
     store.create_topic(TopicConfig("events", partitions=1))
@@ -185,7 +185,7 @@ def test_progress_reports_each_batch_its_records_and_the_lag(tmp_path, spark):
     store.produce("events", [Record(b"a", b'{"n": 1}', 1), Record(b"b", b'{"n": 2}', 2), Record(b"c", b'{"n": 3}', 3)])
     store.produce("events", [Record(b"d", b'{"n": 4}', 4), Record(b"e", b'{"n": 5}', 5)])
     seen = []
-    app = Application(topology, "counter", store=store, spark=spark, max_files_per_batch=1, progress=seen.append)
+    app = Application(topology, "counter", store=store, spark=spark, max_records_per_batch=3, progress=seen.append)
     assert app.lag() == 5  # nothing read yet: from the start of the partition
     app.run_until_caught_up()
     assert [(p.application_id, p.batch_id, p.records, p.lag) for p in seen] == [

@@ -141,18 +141,19 @@ def test_a_kill_or_stop_while_spark_writes_its_first_offset_file_then_restart_gi
     checkpoint (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY) until a start removed it."""
     reference, interrupted = tmp_path / "reference", tmp_path / "interrupted"
     for home in (reference, interrupted):
-        _produce(home, records=2_000, per_append=250)  # 8 appends: two batches
-    _run(reference)
+        _produce(home, records=2_000, per_append=250)
+    two_batches = ("--records-per-batch", "1000")
+    _run(reference, None, *two_batches)
     env = _in_first_offset_file(tmp_path, action)
     if action == "kill":
-        assert _run(interrupted, 600, env=env) == -signal.SIGKILL
+        assert _run(interrupted, 600, *two_batches, env=env) == -signal.SIGKILL
     else:
-        _run(interrupted, None, "--stop-in-first-offsets", env=env)
+        _run(interrupted, None, "--stop-in-first-offsets", *two_batches, env=env)
     offsets = interrupted / "apps" / "crash-app" / "checkpoint" / "offsets"
     assert [p.name.split(".")[1] for p in offsets.iterdir() if p.name.endswith(".tmp")] == ["0"]
     assert not (offsets / "0").exists()
 
-    _run(interrupted)
+    _run(interrupted, None, *two_batches)
     expected_records, expected_tables = _outputs(reference)
     records, tables = _outputs(interrupted)
     assert records == expected_records

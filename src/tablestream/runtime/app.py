@@ -50,6 +50,14 @@ from .output import TableEncoding
 from .output_files import ExecutorWrites
 from .runner import BatchRunner
 
+DEFAULT_MAX_RECORDS_PER_BATCH = 1_000_000
+"""The default bound of a micro-batch, in source records. A batch's cost in memory grows
+with its records (each task gathers its share of a store stage's rows as Arrow, and the
+outputs reach the driver as Arrow, about 450 bytes of driver memory per output row), so
+an unbounded first batch over a large backlog can exhaust the executors or the driver,
+or Spark's ``maxResultSize``; at a million records a batch's fixed cost (about a second)
+is a small share of its time."""
+
 
 class Application:
     """A topology running on Spark against a topic store: the embedded store (default,
@@ -67,8 +75,7 @@ class Application:
     (checkpoint, stores, materialized tables) stay under ``home``. Sources are read from
     the earliest offsets on the first start, ``read_committed``; each batch's records for
     output topics and the processing log are written in one Kafka transaction
-    (:mod:`tablestream.storage.kafka_batches`). ``max_records_per_batch`` bounds a batch
-    in records (Spark's ``maxOffsetsPerTrigger``; Kafka only).
+    (:mod:`tablestream.storage.kafka_batches`).
 
     >>> app = Application(topology, "revenue", bootstrap_servers="broker:9093",   # doctest: +SKIP
     ...                   kafka_options={"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
@@ -76,8 +83,11 @@ class Application:
 
     ``partitions``: state partitions per store, fixed at the first start (default: the
     largest partition count of the source topics, one task per input partition as in
-    Kafka Streams). ``max_files_per_batch``: an upper bound on each micro-batch, in
-    appended files of the embedded topics. ``snapshot_every``: batches between store
+    Kafka Streams). ``max_records_per_batch``: the most source records (offsets) a
+    micro-batch reads, on both backends (default :data:`DEFAULT_MAX_RECORDS_PER_BATCH`,
+    so a batch's memory stays bounded whatever the backlog; ``None``: all there is),
+    shared among the source partitions in proportion to their backlog as Spark's Kafka
+    source shares ``maxOffsetsPerTrigger``. ``snapshot_every``: batches between store
     snapshots. ``compact_tables_every``: batches between compactions of the
     materialized tables' changelogs (``tables``, a :class:`DeltaTables`).
     ``processing_errors``: a user function that raises on a record sends the record to
@@ -131,8 +141,7 @@ class Application:
         spark=None,
         partitions: int | None = None,
         snapshot_every: int = 10,
-        max_files_per_batch: int | None = None,
-        max_records_per_batch: int | None = None,
+        max_records_per_batch: int | None = DEFAULT_MAX_RECORDS_PER_BATCH,
         compact_tables_every: int = 100,
         processing_errors: str = "log_and_continue",
         log_skipped_records: bool = True,
@@ -146,7 +155,7 @@ class Application:
         self.application_id = application_id
         self.store = _topic_store(store, bootstrap_servers, kafka_options, home, storage_options)
         self.on_kafka = isinstance(self.store, KafkaStore)
-        _check_batch_bounds(self.on_kafka, max_files_per_batch, max_records_per_batch)
+        _check_batch_bound(max_records_per_batch)
         self.spark = spark or get_spark()
         # The home resolved once (with its storage options): a reset finds the same files.
         self.home = self.store.home if isinstance(self.store, EmbeddedStore) else ts_config.home(home, storage_options)
@@ -165,7 +174,6 @@ class Application:
         settings = ProcessingSettings(processing_errors, log_skipped_records)
         self.runner = BatchRunner(topology, self.layout, chosen, topic_partitions, settings, spark=self.spark)
         self.partitions, self.run = self._recorded_run(partitions, run=run)
-        self.max_files_per_batch = max_files_per_batch
         self.max_records_per_batch = max_records_per_batch
         self.compact_tables_every = compact_tables_every
         self.progress = progress
@@ -260,12 +268,11 @@ class Application:
             write_atomic(self.paths.positions, json.dumps(self._read_to, sort_keys=True).encode())
 
     def _planned_ends(self, batch_id: int) -> dict[tuple[str, int], int]:
-        """On Kafka, where the batch ends in each source partition as Spark planned it
-        (its offset log): past the transaction markers after the last record, which the
-        records' own offsets do not reach. Empty when there is no such plan (a batch
-        handed to :meth:`process_batch` directly)."""
-        if not self.on_kafka:
-            return {}
+        """Where the batch ends in each source partition as Spark planned it (its offset
+        log, Kafka's offsets on both backends): past what the records' own offsets reach
+        (Kafka's transaction markers after the last record, records compaction removed).
+        Empty when there is no such plan (a batch handed to :meth:`process_batch`
+        directly)."""
         try:
             lines = (self.paths.checkpoint / "offsets" / str(batch_id)).read_text().splitlines()
         except OSError:
@@ -323,15 +330,14 @@ class Application:
             self.progress(BatchProgress(self.application_id, batch_id, positions.count, seconds, self.lag()))
 
     def _stream(self):
-        options = {}
-        if self.max_files_per_batch is not None:
-            options["maxFilesPerTrigger"] = str(self.max_files_per_batch)
-        if self.on_kafka:
-            # Outputs of other exactly-once applications: their committed records only.
-            options["kafka.isolation.level"] = "read_committed"
-            if self.max_records_per_batch is not None:
-                options["maxOffsetsPerTrigger"] = str(self.max_records_per_batch)
-        return self.store.read_stream(self.spark, self._source_topics(), options=options)
+        topics = self._source_topics()
+        if not self.on_kafka:
+            return self.store.read_stream(self.spark, topics, max_records_per_batch=self.max_records_per_batch)
+        # Outputs of other exactly-once applications: their committed records only.
+        options = {"kafka.isolation.level": "read_committed"}
+        if self.max_records_per_batch is not None:
+            options["maxOffsetsPerTrigger"] = str(self.max_records_per_batch)
+        return self.store.read_stream(self.spark, topics, options=options)
 
     def start(self, *, available_now: bool = False, processing_time: str | None = None):
         """Start the streaming query (``available_now``: process what is there, then stop).
@@ -602,15 +608,8 @@ def _topic_store(store, bootstrap_servers, kafka_options, home, storage_options=
     return store if store is not None else EmbeddedStore(home, storage_options=storage_options)
 
 
-def _check_batch_bounds(on_kafka: bool, max_files: int | None, max_records: int | None) -> None:
-    if on_kafka and max_files is not None:
+def _check_batch_bound(max_records: int | None) -> None:
+    if max_records is not None and (not isinstance(max_records, int) or isinstance(max_records, bool) or max_records < 1):
         raise ApplicationError(
-            "max_files_per_batch bounds batches of the embedded store; on Kafka use max_records_per_batch"
+            f"max_records_per_batch must be a positive integer or None (unbounded), got {max_records!r}"
         )
-    if not on_kafka and max_records is not None:
-        raise ApplicationError(
-            "max_records_per_batch bounds batches on Kafka; on the embedded store use max_files_per_batch"
-        )
-    for name, value in (("max_files_per_batch", max_files), ("max_records_per_batch", max_records)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise ApplicationError(f"{name} must be a positive integer, got {value!r}")

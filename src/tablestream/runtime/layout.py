@@ -40,14 +40,17 @@ from ..storage.location import Durable, Location, local_path, remove_tree
 from .state import StoreLayout
 from .state.files import StoreFiles
 
-STATE_FORMAT = 2
+STATE_FORMAT = 3
 """The format of the bytes the stores and tables keep, recorded in ``app.json`` at the
 first start. An application whose files were written in another format is refused with a
 reset hint, never read as if they were this one (keys in another form would not meet the
 new records' keys: a silently wrong result). Format 2: keys without a key schema are kept
 by the value they read as (8 bytes that read as a BIGINT are kept as that integer); the
 stores' changelogs and snapshots are named by version, and the versions each batch left
-are recorded (:mod:`tablestream.runtime.state.versioning`)."""
+are recorded (:mod:`tablestream.runtime.state.versioning`). Format 3: the checkpoint
+holds one source over every embedded source topic, its offsets Kafka's (per topic
+partition, the next offset: :mod:`tablestream.storage.embedded_source`) instead of one
+Delta source per topic."""
 
 
 class ApplicationError(TablestreamError):

@@ -7,7 +7,6 @@ Layout under the tablestream home (``$TABLESTREAM_HOME``, default ``./.tablestre
     topics/<name>/topic.json   the topic's settings; the topic exists iff this file does
     topics/<name>/log/         a Delta table, partitioned by ``partition``, one row per record
     topics/<name>/.lock        held from reading the end offsets to the commit of an append
-    topics/<name>/compacted    present once compaction has rewritten the log (see read_stream)
 
 A topic whose ``topic.json`` or Delta log cannot be read is *damaged*: every method
 that reads it raises :class:`~tablestream.errors.DamagedTopicError` naming the file,
@@ -21,8 +20,8 @@ HDFS) there is none, and one writer per topic is the deployment's job (Delta's c
 protocol, not this store, then decides between concurrent appends). Readers never take
 the lock: every commit is atomic.
 
-The store needs no JVM (delta-rs); Spark reads the same tables as streams
-(:meth:`EmbeddedStore.read_stream`).
+The store needs no JVM (delta-rs); Spark reads the topics as streams by Kafka's offsets
+(:meth:`EmbeddedStore.read_stream`, :mod:`tablestream.storage.embedded_source`).
 """
 
 from __future__ import annotations
@@ -403,34 +402,43 @@ class EmbeddedStore:
             elif timeout is not None:
                 return
 
-    def read_stream(self, spark, topics: Sequence[str], *, options: dict[str, str] | None = None):
+    def read_stream(self, spark, topics: Sequence[str], *, max_records_per_batch: int | None = None):
         """A Spark streaming DataFrame over topics, with the columns ``key, value, topic,
         partition, offset, timestamp, headers`` (timestamp in epoch ms), as
         :meth:`tablestream.storage.kafka.KafkaStore.read_stream` gives for Kafka.
 
-        Compaction commits are skipped (a reader already holds the records they keep).
-        A topic never compacted is read as its commits from the first one (the same
-        records as its current snapshot): a query that restarts after a batch that began
-        at a snapshot makes Delta rebuild that old snapshot (one round of Spark jobs per
-        topic), while one that began at a commit reads that commit's file again. A
-        compacted topic starts at its snapshot (the records compaction kept), as a new
-        Kafka consumer starts at the log's start. Both only decide where a query without
-        a checkpoint begins. ``options`` go to Delta's streaming source (e.g.
-        ``maxFilesPerTrigger``)."""
-        frames = []
+        The query's position is Kafka's, the next offset of each topic partition
+        (:mod:`tablestream.storage.embedded_source`). A query without a checkpoint begins
+        at each partition's first record still held, as a new Kafka consumer at
+        ``earliest`` does. ``max_records_per_batch`` bounds each micro-batch in offsets
+        (records, but for the gaps compaction leaves), shared among the partitions in
+        proportion to their backlog, as Spark's Kafka source's ``maxOffsetsPerTrigger``;
+        ``None`` reads all there is in one batch.
+
+        >>> store.read_stream(spark, ["orders"], max_records_per_batch=1_000_000)  # doctest: +SKIP
+        DataFrame[key: binary, value: binary, topic: string, partition: int, offset: bigint, timestamp: bigint, headers: array<struct<key:string,value:binary>>]
+        """
+        from .embedded_source import EmbeddedTopicSource
+
         for topic in topics:
             self.check_topic(topic)  # a damaged topic is told as such, not by Spark
-            reader = spark.readStream.format("delta").option("skipChangeCommits", "true")
-            if self._read_from_first_commit(topic):
-                reader = reader.option("startingVersion", "0")
-            frames.append(reader.options(**(options or {})).load(str(self.log_path(topic))))
-        return _union(_normalized_columns(frame, topic) for frame, topic in zip(frames, topics, strict=True))
+        spark.dataSource.register(EmbeddedTopicSource)
+        reader = (
+            spark.readStream.format(EmbeddedTopicSource.name())
+            .option("home", str(self.home))
+            .option("topics", json.dumps(list(topics)))
+        )
+        if max_records_per_batch is not None:
+            reader = reader.option("maxRecordsPerBatch", str(max_records_per_batch))
+        return reader.load()
 
-    def _read_from_first_commit(self, name: str) -> bool:
-        log = self.log_path(name)
-        return not (self._topic_dir(name) / "compacted").exists() and (
-            log / "_delta_log" / f"{0:020d}.json"
-        ).exists()
+    def data_files(self, name: str) -> pa.Table:
+        """The topic's current data files: Delta's add actions, flattened (``path``
+        relative to :meth:`log_path`, ``partition.partition``, ``num_records``,
+        ``min.offset``, ``max.offset``, ...)."""
+        self.topic_config(name)
+        with self._reading_log(name):
+            return pa.table(self._open_log(name).get_add_actions(flatten=True))
 
     def read_batch(self, spark, topics: Sequence[str]):
         """The topics' current records as a Spark DataFrame with the stream's columns."""
@@ -460,9 +468,6 @@ class EmbeddedStore:
             keep = _cleanup_mask(records, config, now)
             kept = records.filter(keep).sort_by([("partition", "ascending"), ("offset", "ascending")])
             if kept.num_rows != records.num_rows:
-                # Marked first: a reader that finds the mark starts at the snapshot,
-                # which is right before and after the rewrite.
-                (self._topic_dir(name) / "compacted").touch()
                 write_deltalake(
                     path,
                     kept,
