@@ -288,6 +288,13 @@ def consume(
     timeout: Annotated[
         float | None, typer.Option(help="Stop when no record arrives for S seconds (default: wait).")
     ] = None,
+    read_uncommitted: Annotated[
+        bool,
+        typer.Option(
+            "--read-uncommitted",
+            help="Kafka: also show records of open and aborted transactions.",
+        ),
+    ] = False,
     bootstrap_servers: Bootstrap = None,
     home: Home = None,
 ) -> None:
@@ -295,15 +302,24 @@ def consume(
 
     Without --from-beginning only records written after the command starts are shown.
     Each line: {"key", "value", "timestamp", "partition", "offset"}; a key or value the
-    topic's format cannot read is shown base64-encoded with an "error" field.
+    topic's format cannot read is shown base64-encoded with an "error" field. On Kafka,
+    records are read read_committed (those of committed transactions and those written
+    without one, as an application's consumers read them); --read-uncommitted shows
+    every record, those of aborted transactions too.
     """
 
     def action() -> None:
+        if read_uncommitted and not bootstrap_servers:
+            raise CliError(
+                "--read-uncommitted applies to topics on a Kafka cluster: give --bootstrap-servers too "
+                "(the embedded store has no transactions to leave open)"
+            )
         store = open_store(bootstrap_servers, home)
         config = store.topic_config(topic)
         key_format, value_format = _formats(config)
         shown = 0
-        for chunk in store.follow(topic, from_beginning=from_beginning, timeout=timeout):
+        isolation = {"read_committed": not read_uncommitted} if bootstrap_servers else {}
+        for chunk in store.follow(topic, from_beginning=from_beginning, timeout=timeout, **isolation):
             for record in chunk:
                 if max_records is not None and shown >= max_records:
                     return

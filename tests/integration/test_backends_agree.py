@@ -86,3 +86,47 @@ def test_cli_produce_then_consume_on_kafka(kafka_broker, topic_name):
     assert [json.loads(line) for line in consumed.stdout.splitlines()] == sorted(
         expected, key=lambda r: (r["partition"], r["offset"])
     )
+
+
+def test_cli_consume_on_kafka_reads_committed_records_unless_asked_for_uncommitted(kafka_broker, kafka_store, topic_name, tmp_path):
+    import pyarrow as pa
+
+    from tablestream.storage.kafka_batches import KafkaBatchWriter
+
+    kafka_store.create_topic(TopicConfig(topic_name, partitions=1))
+    writer = KafkaBatchWriter(kafka_store, f"{topic_name}-app", run="r")
+    writer.create_topic()
+
+    def batch(*values: bytes) -> pa.Table:
+        return pa.table({"key": [b"k"] * len(values), "value": list(values), "timestamp": [7_000] * len(values)})
+
+    writer.write(topic_name, batch(b'"committed"'))
+    assert writer.commit(0)
+    producer = writer._started()
+    producer.begin_transaction()
+    writer._produce(producer, topic_name, batch(b'"aborted"'))
+    assert producer.flush(30) == 0  # in the partition before the abort
+    producer.abort_transaction()
+    assert writer.wait_visible()
+    writer.close()
+
+    runner = CliRunner()
+    servers = ["--bootstrap-servers", kafka_broker.bootstrap_servers]
+    committed = runner.invoke(app, ["consume", topic_name, "--from-beginning", "--timeout", "2", *servers])
+    assert committed.exit_code == 0, committed.output
+    assert [json.loads(line) for line in committed.stdout.splitlines()] == [
+        {"key": "k", "value": "committed", "timestamp": 7_000, "partition": 0, "offset": 0}
+    ]
+    every = runner.invoke(app, ["consume", topic_name, "--from-beginning", "--timeout", "2", "--read-uncommitted", *servers])
+    assert every.exit_code == 0, every.output
+    # Offset 1 is the first transaction's commit marker, which no consumer is given.
+    assert [json.loads(line) for line in every.stdout.splitlines()] == [
+        {"key": "k", "value": "committed", "timestamp": 7_000, "partition": 0, "offset": 0},
+        {"key": "k", "value": "aborted", "timestamp": 7_000, "partition": 0, "offset": 2},
+    ]
+    embedded = runner.invoke(app, ["consume", topic_name, "--read-uncommitted", "--home", str(tmp_path)])
+    assert embedded.exit_code == 1
+    assert embedded.stderr.strip() == (
+        "Error: --read-uncommitted applies to topics on a Kafka cluster: give --bootstrap-servers too "
+        "(the embedded store has no transactions to leave open)"
+    )

@@ -174,6 +174,34 @@ def test_a_transactional_source_is_read_committed(spark, kafka_store, topic_name
     assert app.lag() == 0
 
 
+def _group_offsets(servers: str, group: str) -> dict[tuple[str, int], int]:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": servers})
+    listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=30)
+    return {(tp.topic, tp.partition): tp.offset for tp in listed.topic_partitions}
+
+
+def test_each_batch_commits_its_positions_to_the_application_consumer_group(spark, kafka_broker, kafka_store, topic_name, tmp_path):
+    """As Kafka Streams, the group named after the application holds its consumed
+    positions, so Kafka's tools show its lag; they are committed with the batch."""
+    source, out, app_id = _names(topic_name)
+    kafka_store.create_topic(TopicConfig(source, partitions=2))
+    kafka_store.produce(source, _events(30))
+    app = Application(_sums_topology(source, out), app_id, store=kafka_store, home=tmp_path, spark=spark, progress=lambda _: None)
+    app.run_until_caught_up()
+    ends = kafka_store.end_offsets(source)
+    assert sum(ends.values()) == 31
+    assert _group_offsets(kafka_broker.bootstrap_servers, app_id) == {(source, p): o for p, o in ends.items()}
+
+    kafka_store.produce(source, _events(5, start=30))
+    app.run_until_caught_up()
+    ends = kafka_store.end_offsets(source)
+    assert sum(ends.values()) == 37
+    assert _group_offsets(kafka_broker.bootstrap_servers, app_id) == {(source, p): o for p, o in ends.items()}
+
+
 # ----------------------------------------------------------------------- settings
 def _jaas(user: str, password: str) -> str:
     return f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{user}" password="{password}";'

@@ -158,3 +158,42 @@ def test_command_line_run_until_ctrl_c():
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.mark.kafka
+def test_broker_stopped_with_its_data_starts_again_on_the_same_port_with_its_records():
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    broker = KafkaBroker(fetch_broker_jars())
+    try:
+        broker.start()
+        servers, pid, work_dir = broker.bootstrap_servers, broker.pid, broker.work_dir
+        admin = AdminClient({"bootstrap.servers": servers})
+        admin.create_topics([NewTopic("kept", 1, 1)])["kept"].result(timeout=30)
+        producer = Producer({"bootstrap.servers": servers})
+        producer.produce("kept", key=b"k", value=b"before the stop")
+        assert producer.flush(30) == 0
+
+        broker.stop(keep_data=True)
+        assert not broker.is_running() and broker.pid is None and not _alive(pid)
+        assert not _port_open(int(servers.split(":")[1])) and broker.work_dir == work_dir and work_dir.is_dir()
+        with pytest.raises(BrokerError, match="not running"):
+            _ = broker.bootstrap_servers
+
+        broker.start()
+        assert broker.bootstrap_servers == servers and broker.pid != pid and broker.work_dir == work_dir
+        assert (work_dir / "broker.pid").read_text().strip() == str(broker.pid)
+        producer.produce("kept", key=b"k", value=b"after the start")  # the same client reconnects
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": servers, "group.id": "kept", "enable.partition.eof": True})
+        consumer.assign([TopicPartition("kept", 0, 0)])
+        values = []
+        while (msg := consumer.poll(30)) is not None and msg.error() is None:
+            values.append(msg.value())
+        consumer.close()
+        assert values == [b"before the stop", b"after the start"]
+        assert broker.log_tail(10_000).count("Kafka Server started") == 2
+    finally:
+        broker.stop()
+    assert broker.work_dir is None and not work_dir.exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -101,3 +102,82 @@ def test_sigkill_at_random_moments_then_restart_gives_the_uninterrupted_outputs(
     assert markers == expected_markers == list(range(len(markers))) and len(markers) >= records // per_batch
     assert len(expected_tables["counts"]) == 50 and len(expected_topics["out"]) > 100
     assert len(expected_topics["processing-log"]) > 5
+
+
+def _wait(until, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not until():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {seconds} s")
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_broker_stopped_and_started_mid_run_is_waited_for_or_fails_in_one_line_and_resumes(
+    spark, kafka_broker, kafka_store, tmp_path
+):
+    """A short outage is waited for; a long one fails the application with one line
+    naming the cluster; restarted, it ends with the outputs of an uninterrupted run."""
+    from tablestream.runtime.app import Application
+    from tablestream.runtime.layout import ApplicationError
+    from tablestream.storage.kafka import KafkaStore
+
+    sys.path.insert(0, str(APP.parent))
+    from crash_app import topology
+
+    servers = kafka_broker.bootstrap_servers
+    events = f"outage-events-{uuid.uuid4().hex[:8]}"
+    _produce(kafka_store, events, 10_000)
+    reference, interrupted = f"ref-{uuid.uuid4().hex[:8]}", f"outage-{uuid.uuid4().hex[:8]}"
+
+    def application(app_id: str) -> Application:
+        # Every client gives up sooner than by default: Spark's after 15 s instead of 60 s,
+        # the producer's commit after 30 s instead of 120 s.
+        timeouts = {"request.timeout.ms": "10000", "default.api.timeout.ms": "15000", "transaction.timeout.ms": "30000"}
+        store = KafkaStore(servers, kafka_options=timeouts)
+        return Application(
+            topology(events, f"{app_id}-out"), app_id, store=store, home=tmp_path / app_id, spark=spark,
+            snapshot_every=3, max_records_per_batch=500, progress=lambda _: None,
+        )
+
+    application(reference).run_until_caught_up()
+
+    app = application(interrupted)
+    app.start(processing_time="1 second")
+    try:
+        _wait(lambda: (app._batch or 0) >= 2, 300, "batch 2")
+        stopped_in = app._batch
+        kafka_broker.stop(keep_data=True)  # SIGTERM to the broker's pid; its ports and log dirs are kept
+        time.sleep(5)
+        kafka_broker.start()
+        _wait(lambda: app._batch >= stopped_in + 3, 300, "three batches after the short outage")
+        assert app._query.isActive and app._query.exception() is None
+
+        kafka_broker.stop(keep_data=True)
+        # Longer than every client's timeout: Spark's (15 s, 4 tries when it plans a
+        # batch; its consumer's poll 120 s), the producer's (30 s).
+        time.sleep(150)
+        assert not app._query.isActive
+        kafka_broker.start()
+        with pytest.raises(ApplicationError) as failed:
+            app.await_termination(60)
+    finally:
+        app.stop()
+        if not kafka_broker.is_running():
+            kafka_broker.start()
+    line = str(failed.value)
+    assert "\n" not in line
+    assert re.fullmatch(
+        rf"Application '{interrupted}' failed( in batch \d+)?: Kafka at {re.escape(servers)} did not answer in "
+        r"time \(.+\): start the application again once the cluster answers; it goes on from its last "
+        r"committed batch",
+        line,
+    ), line
+
+    application(interrupted).run_until_caught_up()
+    expected_topics, expected_tables, expected_markers = _outputs(kafka_store, tmp_path / reference, reference)
+    topics, tables, markers = _outputs(kafka_store, tmp_path / interrupted, interrupted)
+    assert topics == expected_topics
+    assert len(set(topics["out"])) == len(topics["out"])
+    assert tables == expected_tables
+    assert markers == expected_markers == list(range(len(markers))) and len(markers) >= 20

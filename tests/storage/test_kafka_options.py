@@ -143,3 +143,39 @@ def test_a_setting_librdkafka_refuses_is_one_line_without_its_value():
         "Kafka client settings refused by tablestream's Kafka client (librdkafka): "
         'No such configuration property: "no.such.setting"'
     )
+
+
+def test_default_api_timeout_goes_to_spark_only():
+    options = KafkaOptions({"default.api.timeout.ms": "15000", "request.timeout.ms": "10000"})
+    assert options.spark() == {"kafka.default.api.timeout.ms": "15000", "kafka.request.timeout.ms": "10000"}
+    assert options.librdkafka() == {"request.timeout.ms": "10000"}
+
+
+def test_a_spark_kafka_client_timeout_is_told_as_the_cluster_not_answering():
+    store = KafkaStore("127.0.0.1:1", kafka_options={"sasl.password": "pw-5521", "sasl.mechanism": "PLAIN"})
+    spark_failure = RuntimeError(
+        "Job aborted due to stage failure: Task 0 in stage 45.0 failed 1 times\n"
+        "Caused by: org.apache.kafka.common.errors.TimeoutException: Timeout of 60000ms expired before "
+        "the position for partition events-0 could be determined\n\tat org.apache.kafka.clients.consumer..."
+    )
+    wrapped = ValueError("An error occurred while calling o1776.getResult.")
+    wrapped.__cause__ = spark_failure
+    assert str(store.client_timeout(wrapped)) == (
+        "Kafka at 127.0.0.1:1 did not answer in time (Timeout of 60000ms expired before the position for "
+        "partition events-0 could be determined): start the application again once the cluster answers; "
+        "it goes on from its last committed batch"
+    )
+    polled = RuntimeError(
+        "Lost task 0.0 in stage 9.0: java.util.concurrent.TimeoutException: Cannot fetch record for offset "
+        "1500 in 120000 milliseconds\n\tat org.apache.spark.sql.kafka010..."
+    )
+    assert str(store.client_timeout(polled)) == (
+        "Kafka at 127.0.0.1:1 did not answer in time (Cannot fetch record for offset 1500 in 120000 "
+        "milliseconds): start the application again once the cluster answers; it goes on from its last "
+        "committed batch"
+    )
+    assert store.client_timeout(RuntimeError("org.apache.kafka.common.errors.SaslAuthenticationException: no")) is None
+    assert str(store.unreachable("sasl login pw-5521 timed out")) == (
+        "Kafka at 127.0.0.1:1 did not answer in time (sasl login <hidden> timed out): start the application "
+        "again once the cluster answers; it goes on from its last committed batch"
+    )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -322,7 +323,13 @@ class Application:
         except BaseException as error:
             self._sink.discard()  # records staged for a transaction that never began, topic locks
             self._failure = error  # the query's own exception holds only its text
-            raise
+            if _STOPPED.search(str(error)):
+                raise  # a stop() during the batch: Spark tells it by this text
+            # Spark matches the text of a failed foreachBatch against a regex that recurses
+            # once per character ("(.|\r\n|\r|\n)*", StreamExecution.PROXY_ERROR): a Spark
+            # job's failure with its Java stack trace overflows the query thread's stack, which
+            # dies without ending the query, and it hangs as active. Spark gets one line.
+            raise ApplicationError(f"Batch {batch_id} failed: {failure_line(error)}") from None
         positions = self.runner.last_positions
         self._record_positions(self._planned_ends(batch_id) or positions.ends)
         if self.progress is not None:
@@ -412,9 +419,10 @@ class Application:
         if failure is not None:
             cause = self._failure if self._failure is not None else failure
             where = f" in batch {self._batch}" if self._failure is not None else ""
-            raise ApplicationError(
-                f"Application '{self.application_id}' failed{where}: {failure_line(cause)}"
-            ) from cause
+            # Spark's Kafka client that timed out is told as the cluster not answering.
+            timed_out = self.store.client_timeout(cause) if self.on_kafka else None
+            line = str(timed_out) if timed_out is not None else failure_line(cause)
+            raise ApplicationError(f"Application '{self.application_id}' failed{where}: {line}") from cause
         return stopped is not False
 
     def stop(self) -> None:
@@ -562,7 +570,10 @@ class _ApplicationSink:
     def commit(self, batch_id: int) -> None:
         try:
             if self.writer is not None:
-                self.writer.commit(batch_id)
+                # The batch's positions go to the application's consumer group with it.
+                positions = self.app.runner.last_positions
+                ends = self.app._planned_ends(batch_id) or (positions.ends if positions is not None else {})  # noqa: SLF001 - the sink is the application's
+                self.writer.commit(batch_id, ends)
         finally:
             self._held.close()
 
@@ -577,6 +588,14 @@ class _ApplicationSink:
         self._held.close()
         if self.writer is not None:
             self.writer.close()
+
+
+# What the text of a batch's error shows when stop() interrupted it (Spark's
+# StreamExecution.IO_EXCEPTION_NAMES, and the cancelled job).
+_STOPPED = re.compile(
+    r"java\.lang\.InterruptedException|java\.io\.InterruptedIOException|"
+    r"java\.nio\.channels\.ClosedByInterruptException|SPARK_JOB_CANCELLED"
+)
 
 
 def _working_dir(spark, paths: AppPaths, requested: str | os.PathLike[str] | None):

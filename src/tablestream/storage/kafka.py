@@ -74,6 +74,12 @@ _NOT_READY_CODES = (
 )
 _UNKNOWN_TOPIC_CODES = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC)  # noqa: SLF001
 _AFTER = re.compile(r" \(after \d+ms in state \w+\)$")
+# Kafka's Java client (Spark's source) gave up waiting for the cluster, or Spark's
+# consumer did (its poll, kafkaConsumer.pollTimeoutMs).
+_JAVA_TIMEOUT = re.compile(
+    r"org\.apache\.kafka\.common\.errors\.TimeoutException: ([^\n]+)"
+    r"|java\.util\.concurrent\.TimeoutException: (Cannot fetch record [^\n]+)"
+)
 _LOGIN_CODES = (
     KafkaError._AUTHENTICATION,  # noqa: SLF001
     KafkaError.SASL_AUTHENTICATION_FAILED,
@@ -157,6 +163,31 @@ class KafkaStore:
         """An error's text, one line, with every secret setting's value hidden."""
         text = exc if isinstance(exc, str) else str(exc)
         return self.options.redact(" ".join(text.split()))
+
+    def unreachable(self, detail: str) -> KafkaStoreError:
+        """The error for a cluster that did not answer within a client's timeout: one
+        line naming the cluster, the client's own words (secrets hidden) and what to do.
+
+        >>> str(KafkaStore("broker:9093").unreachable("Local: Timed out"))   # doctest: +SKIP
+        'Kafka at broker:9093 did not answer in time (Local: Timed out): start the application again once the cluster answers; it goes on from its last committed batch'
+        """
+        return KafkaStoreError(
+            f"Kafka at {self.bootstrap_servers} did not answer in time ({self.say(detail)}): start the "
+            "application again once the cluster answers; it goes on from its last committed batch"
+        )
+
+    def client_timeout(self, error: BaseException) -> KafkaStoreError | None:
+        """:meth:`unreachable` for a failure of Spark's Kafka client (Kafka's Java client)
+        that timed out waiting for the cluster, found in the failure's text or the text
+        of its causes (Spark wraps it in its own exceptions); None for any other failure."""
+        seen: set[int] = set()
+        while error is not None and id(error) not in seen:
+            seen.add(id(error))
+            found = _JAVA_TIMEOUT.search(str(error))
+            if found is not None:
+                return self.unreachable((found.group(1) or found.group(2)).strip())
+            error = error.__cause__ or error.__context__
+        return None
 
     # -- topics ---------------------------------------------------------------------
     def create_topic(self, config: TopicConfig) -> TopicConfig:

@@ -22,6 +22,18 @@ commits, after the producer started, and not before the batch runs: until
 ``init_transactions`` returns, a transaction of a crashed instance may still be open,
 and whether it commits is not yet known.
 
+Once the transaction is committed, the batch's consumed positions (where it ends in
+each source partition) are committed to the consumer group named after the application,
+as Kafka Streams does, so Kafka's own tools show the application's lag
+(``kafka-consumer-groups --describe --group <application id>``). They are a report:
+Spark's checkpoint stays what a restart resumes from, so they are committed by a
+consumer of the group, asynchronously, and not inside the transaction with
+``send_offsets_to_transaction`` nor with the admin client: both are librdkafka
+coordinator requests, which ignore their timeout and wait for ever when the group's
+coordinator went away (confluentinc/librdkafka#5456, #5511), and after a broker stopped
+mid-batch aborted the process with a failed assertion (``eonce->refcnt > 0``). Positions
+that could not be committed are logged and committed with the next batch's.
+
 After any error the producer is dropped; the next batch starts a new one, which learns
 from the markers what the failed one did. Records are produced with Kafka's murmur2
 partitioner (as Kafka's Java producer and Kafka Streams), keyed and timestamped as the
@@ -29,7 +41,7 @@ batch's outputs are.
 
 >>> writer = KafkaBatchWriter(store, "revenue", run="5f0c")           # doctest: +SKIP
 >>> writer.write("revenue-changes", records)                          # doctest: +SKIP
->>> writer.commit(7)                                                   # doctest: +SKIP
+>>> writer.commit(7, {("orders", 0): 1200, ("orders", 1): 1187})       # doctest: +SKIP
 True
 >>> writer.write("revenue-changes", records); writer.commit(7)        # doctest: +SKIP
 False
@@ -38,12 +50,14 @@ False
 from __future__ import annotations
 
 import json
+import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from ..errors import TopicExistsError
 from .kafka import KafkaStore, KafkaStoreError
@@ -58,12 +72,24 @@ __all__ = [
     "transactional_id",
 ]
 
+_LOG = logging.getLogger(__name__)
+
 COMMITS_SUFFIX = "-batch-commits"
 PRODUCER_SUFFIX = "-batch-producer"
 #: A batch's transaction may stay open this long (ms) before the broker aborts it; it
 #: spans producing the batch's records, not computing them.
 TRANSACTION_TIMEOUT_MS = 120_000
 
+# librdkafka's codes for a cluster that does not answer (its clients retry until then).
+_UNREACHABLE_CODES = {
+    KafkaError._TIMED_OUT,  # noqa: SLF001
+    KafkaError._TRANSPORT,  # noqa: SLF001
+    KafkaError._ALL_BROKERS_DOWN,  # noqa: SLF001
+    KafkaError._MSG_TIMED_OUT,  # noqa: SLF001
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+}
 _FENCED_CODES = {
     KafkaError._FENCED,  # noqa: SLF001 - librdkafka's local codes start with '_'
     KafkaError.PRODUCER_FENCED,
@@ -131,9 +157,11 @@ class KafkaBatchWriter:
     its commit marker (see the module's docstring).
 
     ``write(topic, records)`` stages records (Arrow: ``key``, ``value`` bytes,
-    ``timestamp`` ms); ``commit(batch_id)`` writes everything staged since the last
-    commit and the batch's marker in one transaction, or nothing when the batch's marker
-    is already there (it returns False then).
+    ``timestamp`` ms); ``commit(batch_id, positions)`` writes everything staged since
+    the last commit and the batch's marker in one transaction, or nothing when the
+    batch's marker is already there (it returns False then); then it commits the
+    batch's consumed positions to the consumer group :attr:`group_id` (the application
+    id).
     """
 
     def __init__(self, store: KafkaStore, application_id: str, run: str | None):
@@ -142,6 +170,9 @@ class KafkaBatchWriter:
         self.run = run
         self.topic = commits_topic(application_id)
         self.transactional_id = transactional_id(application_id)
+        self.group_id = application_id  # as Kafka Streams' application.id
+        self._group: Consumer | None = None  # commits the positions, never joins the group
+        self._commits = 0  # position commits not yet answered
         self._staged: list[tuple[str, pa.Table]] = []
         self._written: set[str] = set()  # the topics of the last committed transaction
         self._known: set[str] = set()  # topics seen to exist
@@ -177,9 +208,12 @@ class KafkaBatchWriter:
                 )
         self._staged.append((topic, records))
 
-    def commit(self, batch_id: int) -> bool:
+    def commit(self, batch_id: int, positions: Mapping[tuple[str, int], int] | None = None) -> bool:
         """Write the staged records and the batch's marker in one transaction; False (and
-        nothing written) when this run already committed the batch.
+        nothing written) when this run already committed the batch. ``positions`` (source
+        topic and partition to the offset after the batch's end there) are committed to
+        the consumer group :attr:`group_id` after the transaction (also for a batch
+        already committed: a crash may have come between the two).
 
         Raises :class:`ProducerFencedError` when a newer instance fenced this one, and
         :class:`~tablestream.storage.kafka.KafkaStoreError` when the transaction fails
@@ -187,6 +221,7 @@ class KafkaBatchWriter:
         staged, self._staged = self._staged, []
         producer = self._started()
         if self._last is not None and batch_id <= self._last:
+            self._report(positions)
             return False
         self._check_topics({topic for topic, _ in staged}, batch_id)
         try:
@@ -198,12 +233,15 @@ class KafkaBatchWriter:
             # The commit first delivers every record: a large batch may take a while.
             producer.commit_transaction(self._commit_timeout)
         except KafkaException as exc:
+            producer = None  # see _drop
             self._fail(exc, batch_id)
         except BaseException:
+            producer = None
             self._drop()
             raise
         self._last = batch_id
         self._written = {topic for topic, records in staged if records.num_rows} | {self.topic}
+        self._report(positions)
         return True
 
     def wait_visible(self, timeout: float = 10.0) -> bool:
@@ -211,8 +249,11 @@ class KafkaBatchWriter:
         broker writes a transaction's commit markers into its partitions just after the
         commit returns, and until then those consumers stop before its records. True
         when every partition written is stable (nothing else holds a transaction open
-        in the application's topics), False after ``timeout`` seconds."""
+        in the application's topics), False after ``timeout`` seconds. The batch's
+        positions are committed to the consumer group by then, too (or failed)."""
         deadline = time.monotonic() + timeout
+        while self._group is not None and self._commits and time.monotonic() < deadline:
+            self._group.poll(0.05)  # the positions too
         pending = sorted(self._written)
         while pending:
             topic = pending[0]
@@ -238,6 +279,9 @@ class KafkaBatchWriter:
         """Drop the producer (an open transaction is aborted by the next producer)."""
         self.discard()
         self._drop()
+        group, self._group = self._group, None
+        if group is not None:
+            group.close()
 
     # ---------------------------------------------------------------- internals
     def _started(self) -> Producer:
@@ -258,11 +302,43 @@ class KafkaBatchWriter:
         try:
             producer.init_transactions(self.store.timeout)
         except KafkaException as exc:
-            raise self._error(exc, "could not start its transactional producer") from None
-        marker = self._last_marker()
+            error = self._error(exc, "the transactional producer could not start")
+            producer = None  # see _drop
+            raise error from None
+        try:
+            marker = self._last_marker()
+        except BaseException:
+            producer = None  # see _drop
+            raise
         self._producer = producer
         self._last = marker.batch_id if marker is not None and marker.run == self.run else None
         return producer
+
+    def _report(self, positions: Mapping[tuple[str, int], int] | None) -> None:
+        """Commit a committed batch's positions to the application's consumer group,
+        without waiting: a failure is logged when it is answered (the next batch commits
+        newer positions)."""
+        if not positions:
+            return
+        if self._group is None:
+            self._group = self.store.client(
+                Consumer, {"group.id": self.group_id, "enable.auto.commit": False, "on_commit": self._answered}
+            )
+        self._group.poll(0)  # serve the answers to earlier commits
+        offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(positions.items())]
+        try:
+            self._group.commit(offsets=offsets, asynchronous=True)
+            self._commits += 1
+        except KafkaException as exc:
+            _LOG.warning("Could not commit the positions of consumer group '%s': %s", self.group_id, self.store.say(exc))
+
+    def _answered(self, err, partitions) -> None:
+        self._commits = max(0, self._commits - 1)
+        if err is not None:
+            _LOG.warning(
+                "Could not commit the positions of consumer group '%s' to Kafka at %s: %s",
+                self.group_id, self.store.bootstrap_servers, self.store.say(str(err)),
+            )
 
     def _check_topics(self, topics: set[str], batch_id: int) -> None:
         """Every topic the batch writes exists (librdkafka would hold a record for a
@@ -273,8 +349,8 @@ class KafkaBatchWriter:
         missing = sorted(topics - self._known)
         if missing:
             raise KafkaStoreError(
-                f"Application '{self.application_id}' batch {batch_id}: cannot write to topic "
-                f"'{missing[0]}': it does not exist (nothing of the batch is written)"
+                f"Batch {batch_id} cannot write to topic '{missing[0]}': it does not exist "
+                "(nothing of the batch is written)"
             )
 
     def _last_marker(self) -> CommitMarker | None:
@@ -314,13 +390,16 @@ class KafkaBatchWriter:
                 producer.abort_transaction(self.store.timeout)
             except KafkaException:
                 pass  # the next producer aborts it when it starts
+        producer = None  # see _drop
         failed, self._failed = self._failed, None
         self._drop()
         if failed is not None and not (err is not None and err.code() in _FENCED_CODES):
             topic, cause = failed
+            if cause.code() in _UNREACHABLE_CODES:
+                raise self.store.unreachable(cause.str()) from None
             raise KafkaStoreError(
-                f"Application '{self.application_id}' batch {batch_id}: could not write to topic "
-                f"'{topic}': {self.store.say(cause.str())} (nothing of the batch is committed)"
+                f"Batch {batch_id} could not write to topic '{topic}': {self.store.say(cause.str())} "
+                "(nothing of the batch is committed)"
             ) from None
         raise self._error(exc, f"batch {batch_id} was not committed") from None
 
@@ -328,13 +407,19 @@ class KafkaBatchWriter:
         err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
         if err is not None and err.code() in _FENCED_CODES:
             return ProducerFencedError(
-                f"Application '{self.application_id}' was fenced: a newer instance started its producer "
+                "Fenced: a newer instance of the application started its producer "
                 f"(transactional id '{self.transactional_id}'), so this one stops; {what}"
             )
-        reason = self.store.say(err.str() if err is not None else str(exc))
-        return KafkaStoreError(f"Application '{self.application_id}' {what}: {reason}")
+        reason = err.str() if err is not None else str(exc)
+        if err is not None and err.code() in _UNREACHABLE_CODES:
+            return self.store.unreachable(reason)
+        return KafkaStoreError(f"{what[0].upper()}{what[1:]}: {self.store.say(reason)}")
 
     def _drop(self) -> None:
+        """Purge and free the producer, here and now. No frame of an exception's
+        traceback may keep it: a producer freed later by Python's garbage collector,
+        which may run on one of librdkafka's threads (in a log callback), aborts the
+        process there (librdkafka refuses to destroy a client from its own thread)."""
         producer, self._producer = self._producer, None
         self._last = None
         if producer is not None:

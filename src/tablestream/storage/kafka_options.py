@@ -59,6 +59,7 @@ HIDDEN = "<hidden>"
 _JAVA_ONLY = frozenset(
     {
         "sasl.jaas.config",
+        "default.api.timeout.ms",  # how long the source's consumer and admin calls wait
         "sasl.login.class",
         "sasl.login.callback.handler.class",
         "sasl.client.callback.handler.class",

@@ -331,7 +331,8 @@ class KafkaBroker:
 
     @property
     def work_dir(self) -> Path | None:
-        """The temporary directory holding config, log and log dirs (removed by ``stop()``)."""
+        """The temporary directory holding config, log and log dirs (removed by ``stop()``,
+        kept by ``stop(keep_data=True)``)."""
         return self._work_dir
 
     @property
@@ -353,10 +354,15 @@ class KafkaBroker:
     def start(self, timeout: float = 60) -> KafkaBroker:
         """Start the broker and wait until it logs ``Kafka Server started``; return ``self``.
 
+        After ``stop(keep_data=True)`` this starts the same broker again: same ports, same
+        log directories, so its topics, records, transactions and consumer groups are
+        there and clients that knew it reconnect on their own.
+
         Raises :class:`ToolMissingError` when ``java`` (or, on first use, ``mvn``) is
         missing and :class:`BrokerError` with the end of the broker's log when it does
         not start within ``timeout`` seconds. A port taken between picking and binding
-        is retried with new ports.
+        is retried with new ports (on a restart the ports are kept, and a taken one is
+        an error).
         """
         if self.is_running():
             return self
@@ -365,6 +371,19 @@ class KafkaBroker:
         if not any(Path(libs).glob("*.jar")):
             raise BrokerError(f"No jars in {libs}: run 'python -m tablestream.testing.kafka_broker fetch'")
         deadline = time.monotonic() + timeout
+        if self._work_dir is not None:  # stopped with its data kept
+            try:
+                self._launch(java, Path(libs), deadline)
+            except _PortTaken:
+                self.stop()
+                raise BrokerError(
+                    f"The Kafka broker could not start again on port {self.port} or {self.controller_port}: "
+                    "another process took it while the broker was stopped"
+                ) from None
+            except BaseException:
+                self.stop()
+                raise
+            return self
         for attempt in range(3):
             try:
                 self._start_once(java, Path(libs), deadline)
@@ -398,17 +417,8 @@ class KafkaBroker:
         props_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         log4j = self._work_dir / "log4j2.properties"
         log4j.write_text(_LOG4J2)
-        jvm = [
-            java,
-            f"-Xmx{self._heap}",
-            "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={log4j}",
-            f"-Dkafka.logs.dir={self._work_dir}",
-            "-cp",
-            f"{libs}/*",
-        ]
         fmt = subprocess.run(
-            [*jvm, "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(props_path)],
+            [*self._jvm(java, libs), "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(props_path)],
             capture_output=True, text=True, timeout=max(deadline - time.monotonic(), 1),
         )
         if fmt.returncode != 0:
@@ -416,20 +426,39 @@ class KafkaBroker:
                 f"Formatting the Kafka broker's storage failed (exit {fmt.returncode}):\n"
                 + _tail(fmt.stdout + fmt.stderr)
             )
-        with open(self.log_path, "wb") as log:
+        self._launch(java, libs, deadline)
+
+    def _jvm(self, java: str, libs: Path) -> list[str]:
+        assert self._work_dir is not None
+        return [
+            java,
+            f"-Xmx{self._heap}",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self._work_dir / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self._work_dir}",
+            "-cp",
+            f"{libs}/*",
+        ]
+
+    def _launch(self, java: str, libs: Path, deadline: float) -> None:
+        """Run the broker of the work directory's ``server.properties`` (formatted)."""
+        assert self._work_dir is not None and self.log_path is not None
+        start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with open(self.log_path, "ab") as log:
             # Popen execs java directly, so Popen.pid is the java PID itself.
             self._process = subprocess.Popen(
-                [*jvm, "kafka.Kafka", str(props_path)],
+                [*self._jvm(java, libs), "kafka.Kafka", str(self._work_dir / "server.properties")],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 cwd=self._work_dir, start_new_session=True,
             )
         (self._work_dir / "broker.pid").write_text(f"{self._process.pid}\n")
         self._watchdog = _start_watchdog(os.getpid(), self._process.pid, self._work_dir)
-        self._wait_ready(deadline)
+        self._wait_ready(deadline, start)
 
-    def _wait_ready(self, deadline: float) -> None:
+    def _wait_ready(self, deadline: float, offset: int = 0) -> None:
+        """Wait for the ready line in the log after ``offset`` (a restarted broker's log
+        holds the earlier start's)."""
         assert self._process is not None and self.log_path is not None
-        offset = 0
         seen = b""
         while True:
             with open(self.log_path, "rb") as log:
@@ -453,8 +482,13 @@ class KafkaBroker:
                 )
             time.sleep(0.1)
 
-    def stop(self, timeout: float = 15) -> None:
-        """Stop the broker (SIGTERM, then SIGKILL after ``timeout`` s) and remove its directory.
+    def stop(self, timeout: float = 15, *, keep_data: bool = False) -> None:
+        """Stop the broker (SIGTERM to its pid, then SIGKILL after ``timeout`` s) and
+        remove its directory; with ``keep_data``, keep the directory and the ports, so
+        that :meth:`start` starts the same broker again (as a broker restarted in a
+        real cluster). The directory is removed at exit if it is not stopped for good.
+
+        >>> broker.stop(keep_data=True); broker.start()   # doctest: +SKIP
 
         Safe to call more than once.
         """
@@ -474,6 +508,9 @@ class KafkaBroker:
             with contextlib.suppress(ProcessLookupError):
                 watchdog.kill()
             watchdog.wait()
+        if keep_data and self._work_dir is not None:
+            atexit.register(self.stop)
+            return
         if self._work_dir is not None:
             shutil.rmtree(self._work_dir, ignore_errors=True)
             self._work_dir = None
