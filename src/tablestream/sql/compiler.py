@@ -1245,9 +1245,7 @@ class SqlCompiler:
                 raise self.error(call, f"Function '{name}' does not accept parameters ({ksql_text(t)})")
             return name.lower(), typed.spark, (DOUBLE if name == "AVG" else t), {}
         if name in ("COLLECT_LIST", "COLLECT_SET", "COUNT_DISTINCT"):
-            # Any type but BYTES: values are compared and kept by their JSON text.
-            if str(t) == "BYTES":
-                raise self.error(call, f"Function '{name}' does not accept parameters ({ksql_text(t)})")
+            self._kept_by_text(call, t)
             if name == "COUNT_DISTINCT":
                 return "count_distinct", typed.spark, BIGINT, {}
             return name.lower(), typed.spark, ArrayType(t), {"limit": self._collect_limit(name)}
@@ -1283,9 +1281,14 @@ class SqlCompiler:
         t = typed.type
         if t is None:
             raise self.error(call, "Can't infer a type of null. Please explicitly cast it to a required type, e.g. CAST(null AS VARCHAR)")
-        if str(t) not in _ORDERED:
-            raise self.error(call, f"Function '{name}' does not accept parameters ({ksql_text(t)})")
+        self._kept_by_text(call, t)
         return name.lower(), typed.spark, (t if n is None else ArrayType(t)), {"n": n, "ignore_nulls": ignore_nulls}
+
+    def _kept_by_text(self, call: exp.Anonymous, t: SqlType) -> None:
+        """The by-offset and collecting aggregates keep and compare values by their JSON
+        text: any type but BYTES."""
+        if str(t) == "BYTES":
+            raise self.error(call, f"Function '{str(call.this).upper()}' does not accept parameters ({ksql_text(t)})")
 
     def _collect_limit(self, name: str) -> int | None:
         """ksqlDB's ``ksql.functions.collect_list.limit`` (``collect_set.limit``) as SET
@@ -1357,7 +1360,7 @@ class SqlCompiler:
         return result
 
 
-# The types MIN, MAX and the by-offset aggregates take.
+# The types MIN and MAX take.
 _ORDERED = ("INT", "BIGINT", "DOUBLE", "STRING", "BOOLEAN", "DATE", "TIMESTAMP")
 # Aggregates that have a row for every group with rows (a group of nulls included).
 _MEMBER_KINDS = ("count", "sum", "collect_list", "collect_set", "count_distinct")
