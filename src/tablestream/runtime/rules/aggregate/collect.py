@@ -41,7 +41,7 @@ class CountDistinctRule(ColumnAggregateRule):
 
     def prepare(self, vtype: DataType, frame: Frame) -> None:
         self.kernel = distinct.count_distinct_groups
-        self.stage_in = named(["gkb", "sign", canonical_bytes(F.col("v")).alias("vb"), "ts"])
+        self.stage_in = named(["gkb", "sign", canonical_bytes(F.col("v")).alias("vb"), "ts", *ORDER])
         self.columns = named([
             self.group_key(frame, self.key_type).alias("key"),
             F.col("old_count").alias("old"),
