@@ -446,9 +446,14 @@ def test_stream_aggregate_with_source_key(orders):
 
 
 @pytest.mark.parametrize(
-    "function, node_class", [("sum", Sum), ("avg", Avg), ("min", Min), ("max", Max)]
+    "function, node_class, options",
+    [("sum", Sum, {}), ("avg", Avg, {}), ("min", Min, {}), ("max", Max, {}),
+     ("latest_by_offset", LatestByOffset, {"n": None, "ignore_nulls": True}),
+     ("earliest_by_offset", EarliestByOffset, {"n": None, "ignore_nulls": True}),
+     ("collect_list", CollectList, {"limit": 1000}), ("collect_set", CollectSet, {"limit": 1000}),
+     ("count_distinct", CountDistinct, {})],
 )
-def test_stream_builtins(orders, function, node_class):
+def test_stream_builtins(orders, function, node_class, options):
     table = getattr(orders.group_by_key(), function)("amount")
     assert table.node == node_class(
         name="KSTREAM-AGGREGATE-0000000002",
@@ -457,29 +462,15 @@ def test_stream_builtins(orders, function, node_class):
         store="KSTREAM-AGGREGATE-STATE-STORE-0000000001",
         queryable=False,
         column=SqlExpr("amount"),
-    )
-
-
-@pytest.mark.parametrize(
-    "call, node_class, options",
-    [
-        (lambda g: g.latest_by_offset("amount"), LatestByOffset, {"n": None, "ignore_nulls": True}),
-        (lambda g: g.earliest_by_offset("amount", 3, ignore_nulls=False), EarliestByOffset, {"n": 3, "ignore_nulls": False}),
-        (lambda g: g.collect_list("amount"), CollectList, {"limit": 1000}),
-        (lambda g: g.collect_set("amount", limit=None), CollectSet, {"limit": None}),
-        (lambda g: g.count_distinct("amount"), CountDistinct, {}),
-    ],
-)
-def test_stream_ksql_aggregates(orders, call, node_class, options):
-    assert call(orders.group_by_key()).node == node_class(
-        name="KSTREAM-AGGREGATE-0000000002",
-        parent=SRC,
-        input_kind="stream",
-        store="KSTREAM-AGGREGATE-STATE-STORE-0000000001",
-        queryable=False,
-        column=SqlExpr("amount"),
         **options,
     )
+
+
+def test_stream_ksql_aggregate_options(orders):
+    grouped = orders.group_by_key()
+    earliest = grouped.earliest_by_offset("amount", 3, ignore_nulls=False).node
+    assert (earliest.n, earliest.ignore_nulls) == (3, False)
+    assert grouped.collect_set("amount", limit=None).node.limit is None
 
 
 @pytest.mark.parametrize(
