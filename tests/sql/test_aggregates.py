@@ -115,3 +115,17 @@ def test_collect_list_of_a_table_moves_a_row_value_between_groups(spark):
             [R("eu", {"NAMES": ["cy"]}, 6)],
             [R("eu", None, 7)],
         ]
+
+
+def test_new_and_old_aggregates_in_one_select_with_having(spark):
+    """The new aggregates join the others on the group key; HAVING reads any of them."""
+    statements = [ORDERS, (
+        "CREATE TABLE stats AS SELECT customer, COUNT(*) AS n, MIN(amount) AS low, LATEST_BY_OFFSET(item) AS last_item, "
+        "COUNT_DISTINCT(item) AS kinds FROM orders GROUP BY customer HAVING COUNT_DISTINCT(item) > 1;"
+    )]
+    with TestDriver.from_sql(statements, spark=spark) as driver:
+        _orders(driver, [("ada", "tea", 5), ("ada", "tea", 3), ("ada", "jam", 4), ("bob", "tea", 1), ("ada", None, 2)])
+        assert driver.sql_output("STATS").read_records() == [
+            R("ada", {"N": 3, "LOW": 3, "LAST_ITEM": "jam", "KINDS": 2}, 300),
+            R("ada", {"N": 4, "LOW": 2, "LAST_ITEM": "jam", "KINDS": 2}, 500),
+        ]
