@@ -1,16 +1,21 @@
 """Value layouts shared by the kernels: timestamped values (an 8-byte big-endian
-timestamp, then the value bytes), null-safe equality of binary arrays, and canonical
-bytes (the JSON text of ``{"v": x}``, written by Spark's ``to_json``) decoded in Arrow."""
+timestamp, then the value bytes) and JSON states, null-safe equality of binary arrays,
+kernel outputs from Python lists, and canonical bytes (the JSON text of ``{"v": x}``,
+written by Spark's ``to_json``) built from JSON texts and decoded in Arrow."""
 
 from __future__ import annotations
 
 import json
 import struct
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
+
+if TYPE_CHECKING:
+    from ..state import StoreSession
 
 _TS = struct.Struct(">q")
 _OPEN, _CLOSE = b'{"v":', b"}"  # canonical bytes are the JSON text of {"v": value}
@@ -65,7 +70,7 @@ def canonical_array(texts: list[str | None]) -> bytes:
     return canonical_of("[" + ",".join("null" if t is None else t for t in texts) + "]")
 
 
-def load_json_states(session, keys: list[bytes]) -> dict[bytes, tuple[object, int] | None]:
+def load_json_states(session: StoreSession, keys: list[bytes]) -> dict[bytes, tuple[object, int] | None]:
     """Timestamped JSON states as stored before this batch: ``{key: (state, ts) or None}``."""
     states: dict[bytes, tuple[object, int] | None] = {}
     for key, raw in zip(keys, session.get_before(keys), strict=True):
