@@ -38,12 +38,19 @@ def collect_groups(table: pa.Table, session: StoreSession, *, distinct: bool, li
     groups = list(dict.fromkeys(gkbs))
     state = load_json_states(session, groups)
     before = {g: None if s is None else _array(s[0], distinct) for g, s in state.items()}
+    held: dict[bytes, dict] = {}  # per group of a set: value -> its [value, holders] element
     for g, sign, vb, ts in zip(gkbs, *(ordered.column(c).to_pylist() for c in ("sign", "vb", "ts")), strict=True):
         group, stamp = state[g] if state[g] is not None else ({"m": 0, "e": []}, ts)
         group["m"] += sign
         if group["m"] < 0:
             raise ValueError(f"group {g!r} retracted more members than it had")
-        _change(group["e"], None if vb is None else inner_text(vb), sign, distinct, limit)
+        element = None if vb is None else inner_text(vb)
+        if distinct:
+            if g not in held:
+                held[g] = {pair[0]: pair for pair in group["e"]}
+            _set_change(group["e"], held[g], element, sign, limit)
+        else:
+            _list_change(group["e"], element, sign, limit)
         state[g] = (group, max(stamp, ts))
     out: dict[str, list] = {"gkb": [], "old_vb": [], "new_vb": [], "ts": []}
     writes = []
@@ -59,19 +66,23 @@ def collect_groups(table: pa.Table, session: StoreSession, *, distinct: bool, li
     return rows(SCHEMA, **out)
 
 
-def _change(elements: list, element: str | None, sign: int, distinct: bool, limit: int | None) -> None:
-    """Add or retract one value of a group's elements, in place."""
-    room = limit is None or len(elements) < limit
-    if distinct:
-        held = next((pair for pair in elements if pair[0] == element), None)
-        if held is not None:
-            held[1] += sign
-            if held[1] == 0:
-                elements.remove(held)
-        elif sign > 0 and room:
-            elements.append([element, 1])
-    elif sign > 0:
-        if room:
+def _set_change(elements: list, held: dict, element: str | None, sign: int, limit: int | None) -> None:
+    """Add or retract one value of a set's ``[value, holders]`` elements, in place."""
+    pair = held.get(element)
+    if pair is not None:
+        pair[1] += sign
+        if pair[1] == 0:
+            elements.remove(pair)
+            del held[element]
+    elif sign > 0 and (limit is None or len(elements) < limit):
+        pair = held[element] = [element, 1]
+        elements.append(pair)
+
+
+def _list_change(elements: list, element: str | None, sign: int, limit: int | None) -> None:
+    """Add or retract (its last occurrence) one value of a list, in place."""
+    if sign > 0:
+        if limit is None or len(elements) < limit:
             elements.append(element)
     else:
         last = next((i for i in range(len(elements) - 1, -1, -1) if elements[i] == element), None)
