@@ -17,7 +17,11 @@ from tablestream.plan import (
     Aggregate,
     Avg,
     Branch,
+    CollectList,
+    CollectSet,
     Count,
+    CountDistinct,
+    EarliestByOffset,
     ExprRef,
     Filter,
     FlatMap,
@@ -25,6 +29,7 @@ from tablestream.plan import (
     GlobalTableSource,
     InvalidArgumentError,
     KeyValueExpr,
+    LatestByOffset,
     Map,
     MapValues,
     Max,
@@ -441,9 +446,14 @@ def test_stream_aggregate_with_source_key(orders):
 
 
 @pytest.mark.parametrize(
-    "function, node_class", [("sum", Sum), ("avg", Avg), ("min", Min), ("max", Max)]
+    "function, node_class, options",
+    [("sum", Sum, {}), ("avg", Avg, {}), ("min", Min, {}), ("max", Max, {}),
+     ("latest_by_offset", LatestByOffset, {"n": None, "ignore_nulls": True}),
+     ("earliest_by_offset", EarliestByOffset, {"n": None, "ignore_nulls": True}),
+     ("collect_list", CollectList, {"limit": 1000}), ("collect_set", CollectSet, {"limit": 1000}),
+     ("count_distinct", CountDistinct, {})],
 )
-def test_stream_builtins(orders, function, node_class):
+def test_stream_builtins(orders, function, node_class, options):
     table = getattr(orders.group_by_key(), function)("amount")
     assert table.node == node_class(
         name="KSTREAM-AGGREGATE-0000000002",
@@ -452,7 +462,38 @@ def test_stream_builtins(orders, function, node_class):
         store="KSTREAM-AGGREGATE-STATE-STORE-0000000001",
         queryable=False,
         column=SqlExpr("amount"),
+        **options,
     )
+
+
+def test_stream_ksql_aggregate_options(orders):
+    grouped = orders.group_by_key()
+    earliest = grouped.earliest_by_offset("amount", 3, ignore_nulls=False).node
+    assert (earliest.n, earliest.ignore_nulls) == (3, False)
+    assert grouped.collect_set("amount", limit=None).node.limit is None
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda g: g.latest_by_offset("amount", 0), "KSTREAM-AGGREGATE-0000000002: n must be 1 or greater, got 0"),
+        (lambda g: g.collect_list("amount", limit=-1), "KSTREAM-AGGREGATE-0000000002: limit must be 0 or greater (None: no limit), got -1"),
+    ],
+)
+def test_stream_ksql_aggregate_arguments_are_checked(orders, call, message):
+    with pytest.raises(InvalidArgumentError) as error:
+        call(orders.group_by_key())
+    assert str(error.value) == message
+
+
+def test_a_grouped_table_has_no_by_offset_aggregates(users):
+    """A table's rows have no offsets: ksqlDB takes LATEST_BY_OFFSET from streams only."""
+    grouped = users.group_by(("customer", "value"))
+    assert not hasattr(grouped, "latest_by_offset")
+    assert not hasattr(grouped, "earliest_by_offset")
+    with pytest.raises(InvalidArgumentError) as error:
+        LatestByOffset(name="X", parent="P", input_kind="table", store="s", column=SqlExpr("amount"))
+    assert str(error.value) == "X: LatestByOffset takes a stream (a table's rows have no offsets)"
 
 
 def test_stream_aggregation_after_group_by_reads_a_repartition(builder, orders):
@@ -606,9 +647,11 @@ def test_table_aggregate(users):
 
 
 @pytest.mark.parametrize(
-    "function, node_class", [("sum", Sum), ("avg", Avg), ("min", Min), ("max", Max)]
+    "function, node_class, options",
+    [("sum", Sum, {}), ("avg", Avg, {}), ("min", Min, {}), ("max", Max, {}), ("collect_list", CollectList, {"limit": 1000}),
+     ("collect_set", CollectSet, {"limit": 1000}), ("count_distinct", CountDistinct, {})],
 )
-def test_table_builtins(users, function, node_class):
+def test_table_builtins(users, function, node_class, options):
     column = FakeColumn("amount")
     node = getattr(users.group_by(("customer", "value")), function)(column).node
     assert node == node_class(
@@ -618,6 +661,7 @@ def test_table_builtins(users, function, node_class):
         store="KTABLE-AGGREGATE-STATE-STORE-0000000004",
         queryable=False,
         column=ref("KTABLE-AGGREGATE-0000000007.column", None, "Column<'amount'>", kind="column"),
+        **options,
     )
 
 

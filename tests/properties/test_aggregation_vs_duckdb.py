@@ -1,5 +1,7 @@
 """Table aggregation against DuckDB: after every batch, each materialized aggregate equals
-SQL over the input table's current contents (random changelogs, random batch sizes)."""
+SQL over the input table's current contents (random changelogs, random batch sizes).
+COLLECT_LIST and COLLECT_SET of a table keep no promised order: they are compared as
+multisets (``list``, ``list(DISTINCT ...)``), COUNT_DISTINCT as ``count(DISTINCT ...)``."""
 
 from __future__ import annotations
 
@@ -40,6 +42,9 @@ def _topology():
     grouped.sum("amount", materialized_as="total")
     grouped.min("amount", materialized_as="lowest")
     grouped.max("amount", materialized_as="highest")
+    grouped.collect_list("amount", materialized_as="amounts")
+    grouped.collect_set("amount", materialized_as="kinds")
+    grouped.count_distinct("amount", materialized_as="distinct")
     return builder.build()
 
 
@@ -47,7 +52,8 @@ TOPOLOGY = _topology()
 
 ORACLE = """
 SELECT grp, count(*) AS cnt, coalesce(sum(amount * 2), 0) AS total,
-       min(amount * 2) AS lowest, max(amount * 2) AS highest
+       min(amount * 2) AS lowest, max(amount * 2) AS highest,
+       list(amount * 2) AS amounts, list(DISTINCT amount * 2) AS kinds, count(DISTINCT amount * 2) AS "distinct"
 FROM items
 WHERE (amount IS NULL OR amount >= 0) AND grp IS NOT NULL
 GROUP BY grp
@@ -61,11 +67,23 @@ def _expected(current: dict[str, dict]) -> dict[str, dict]:
         con.executemany("INSERT INTO items VALUES (?, ?, ?)", [(k, v["grp"], v["amount"]) for k, v in current.items()])
     rows = con.execute(ORACLE).fetchall()
     return {
-        "cnt": {g: c for g, c, _, _, _ in rows},
-        "total": {g: t for g, _, t, _, _ in rows},
-        "lowest": {g: lo for g, _, _, lo, _ in rows if lo is not None},
-        "highest": {g: hi for g, _, _, _, hi in rows if hi is not None},
+        "cnt": {g: c for g, c, *_ in rows},
+        "total": {g: t for g, _, t, *_ in rows},
+        "lowest": {g: lo for g, _, _, lo, *_ in rows if lo is not None},
+        "highest": {g: hi for g, _, _, _, hi, *_ in rows if hi is not None},
+        "amounts": {g: _multiset(a) for g, *_, a, _, _ in rows},
+        "kinds": {g: _multiset(k) for g, *_, k, _ in rows},
+        "distinct": {g: d for g, *_, d in rows},
     }
+
+
+def _multiset(values: list) -> list:
+    return sorted(values, key=lambda v: (v is not None, v or 0))
+
+
+def _table(driver, name: str) -> dict:
+    rows = driver.table(name)
+    return {g: _multiset(v) for g, v in rows.items()} if name in ("amounts", "kinds") else rows
 
 
 def _run(spark, log, sizes, partitions):
@@ -100,7 +118,7 @@ def _run(spark, log, sizes, partitions):
             )
             expected = _expected(current)
             for table, rows in expected.items():
-                assert driver.table(table) == rows, (table, log[:position])
+                assert _table(driver, table) == rows, (table, log[:position])
         # A record without a key cannot be read as a table record; a row without a group
         # (that the filter passes) is a skipped record, logged once.
         assert len(driver.processing_log) == null_keys + no_group

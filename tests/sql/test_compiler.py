@@ -221,12 +221,41 @@ def test_seed_004_stream_with_its_placeholder_format():
             "Line: 2, Col: 52: PARTITION BY is not supported on tables (ksqlDB does not repartition tables). Statement: CREATE TABLE t AS SELECT * FROM users PARTITION BY name",
         ),
         (
-            CLICKS + "CREATE TABLE t AS SELECT url, LATEST_BY_OFFSET(ms) AS ms FROM clicks GROUP BY url;",
-            "Line: 2, Col: 31: The aggregate function LATEST_BY_OFFSET is not supported yet (supported: COUNT, SUM, AVG, MIN, MAX). Statement: CREATE TABLE t AS SELECT url, LATEST_BY_OFFSET(ms) AS ms FROM clicks GROUP BY url",
+            CLICKS + "CREATE TABLE t AS SELECT url, HISTOGRAM(url) AS h FROM clicks GROUP BY url;",
+            "Line: 2, Col: 31: The aggregate function HISTOGRAM is not supported yet (supported: AVG, COLLECT_LIST, COLLECT_SET, COUNT, COUNT_DISTINCT, EARLIEST_BY_OFFSET, LATEST_BY_OFFSET, MAX, MIN, SUM). Statement: CREATE TABLE t AS SELECT url, HISTOGRAM(url) AS h FROM clicks GROUP BY url",
         ),
         (
             USERS + "CREATE TABLE t AS SELECT region, MAX(id) AS top FROM users GROUP BY region;",
-            "Line: 2, Col: 34: The aggregation functions LATEST_BY_OFFSET, MIN and MAX cannot be applied to a table source, only to a stream source. Statement: CREATE TABLE t AS SELECT region, MAX(id) AS top FROM users GROUP BY region",
+            "Line: 2, Col: 34: The aggregation function MAX cannot be applied to a table source, only to a stream source. Statement: CREATE TABLE t AS SELECT region, MAX(id) AS top FROM users GROUP BY region",
+        ),
+        (
+            USERS + "CREATE TABLE t AS SELECT region, COLLECT_LIST(name), COUNT_DISTINCT(name), EARLIEST_BY_OFFSET(id), COLLECT_SET(name), COUNT_DISTINCT(id) FROM users GROUP BY region;",
+            "Line: 2, Col: 54: The aggregation functions COUNT_DISTINCT, EARLIEST_BY_OFFSET and COLLECT_SET cannot be applied to a table source, only to a stream source. Statement: CREATE TABLE t AS SELECT region, COLLECT_LIST(name), COUNT_DISTINCT(name), EARLIEST_BY_OFFSET(id), COLLECT_SET(name),...",
+        ),
+        (
+            CLICKS + "CREATE TABLE t AS SELECT url, LATEST_BY_OFFSET(ms, 0) AS ms FROM clicks GROUP BY url;",
+            "Line: 2, Col: 52: latestN must be 1 or greater. Statement: CREATE TABLE t AS SELECT url, LATEST_BY_OFFSET(ms, 0) AS ms FROM clicks GROUP BY url",
+        ),
+        (
+            CLICKS + "CREATE TABLE t AS SELECT url, EARLIEST_BY_OFFSET(ms, url) AS ms FROM clicks GROUP BY url;",
+            "Line: 2, Col: 54: Function 'EARLIEST_BY_OFFSET' takes EARLIEST_BY_OFFSET(col[, N][, ignoreNulls]) with N a literal INT and ignoreNulls a literal BOOLEAN, got URL. Statement: CREATE TABLE t AS SELECT url, EARLIEST_BY_OFFSET(ms, url) AS ms FROM clicks GROUP BY url",
+        ),
+        (
+            CLICKS + "CREATE TABLE t AS SELECT url, LATEST_BY_OFFSET(ms, 1, true, 2) AS ms FROM clicks GROUP BY url;",
+            "Line: 2, Col: 31: Function 'LATEST_BY_OFFSET' takes 1 to 3 arguments, got 4. Statement: CREATE TABLE t AS SELECT url, LATEST_BY_OFFSET(ms, 1, true, 2) AS ms FROM clicks GROUP BY url",
+        ),
+        (
+            CLICKS + "CREATE TABLE t AS SELECT url, COLLECT_SET(ms, 2) AS ms FROM clicks GROUP BY url;",
+            "Line: 2, Col: 31: Function 'COLLECT_SET' takes one argument, got 2. Statement: CREATE TABLE t AS SELECT url, COLLECT_SET(ms, 2) AS ms FROM clicks GROUP BY url",
+        ),
+        (
+            "CREATE STREAM blobs (k STRING KEY, data BYTES) WITH (kafka_topic='blobs', value_format='json', partitions=1);\n"
+            "CREATE TABLE t AS SELECT k, COUNT_DISTINCT(data) AS n FROM blobs GROUP BY k;",
+            "Line: 2, Col: 29: Function 'COUNT_DISTINCT' does not accept parameters (BYTES). Statement: CREATE TABLE t AS SELECT k, COUNT_DISTINCT(data) AS n FROM blobs GROUP BY k",
+        ),
+        (
+            CLICKS + "SET 'ksql.functions.collect_list.limit'='many';\nCREATE TABLE t AS SELECT url, COLLECT_LIST(ms) AS ms FROM clicks GROUP BY url;",
+            "Line: 3, Col: 1: The property 'ksql.functions.collect_list.limit' must be an integer, got 'many': SET 'ksql.functions.collect_list.limit'='1000' (a negative value: no limit). Statement: CREATE TABLE t AS SELECT url, COLLECT_LIST(ms) AS ms FROM clicks GROUP BY url",
         ),
         (
             CLICKS + "CREATE STREAM s AS SELECT url, COUNT(*) FROM clicks GROUP BY url;",

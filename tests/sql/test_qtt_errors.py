@@ -882,6 +882,16 @@ CASES = [
         "Cannot add table 'INPUT': CREATE OR REPLACE is not supported on source tables",
         (2, 1),
     ),
+    Case(
+        'group-by',
+        'non-table udaf on table',
+        [
+            "CREATE TABLE INPUT (ID BIGINT PRIMARY KEY, F0 INT, F1 BIGINT) WITH (kafka_topic='test_topic', value_format='JSON');",
+            'CREATE TABLE OUTPUT AS SELECT ID, LATEST_BY_OFFSET(F0), MIN(F1), MAX(F1) FROM INPUT GROUP BY ID;',
+        ],
+        'The aggregation functions LATEST_BY_OFFSET, MIN and MAX cannot be applied to a table source, only to a stream source',
+        (2, 35),
+    ),
 ]
 
 

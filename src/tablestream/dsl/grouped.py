@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from tablestream.dsl import functions as fn
 from tablestream.dsl import ktable
 from tablestream.dsl._common import check_name
+from tablestream.plan import aggregate as agg
 from tablestream.plan import naming
 from tablestream.plan.aggregate import Aggregate, AggregateNode, Avg, Count, Max, Min, Reduce, Sum
 from tablestream.plan.base import InputKind
@@ -92,14 +93,68 @@ class _Grouped:
         """ksqlDB's ``MAX(column)`` per group (see :meth:`sum`)."""
         return self._builtin(Max, column, name, materialized_as)
 
+    def collect_list(
+        self,
+        column: Any,
+        *,
+        limit: int | None = 1000,
+        name: str | None = None,
+        materialized_as: str | None = None,
+    ) -> ktable.KTable:
+        """ksqlDB's ``COLLECT_LIST(column)`` per group: an array of every value, nulls
+        included, in arrival order; values past ``limit`` are left out (``None``: no
+        limit; ksqlDB's ``ksql.functions.collect_list.limit``). For a table, an update
+        removes the row's old value from its old group's array (its last occurrence) and
+        adds the new one to its new group's; a group with no rows left is deleted.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> t = StreamsBuilder().stream("orders").group_by("customer").collect_list("item", limit=10)
+        >>> type(t.node).__name__, t.node.column, t.node.limit
+        ('CollectList', SqlExpr(sql='item'), 10)
+        """
+        return self._builtin(agg.CollectList, column, name, materialized_as, "collect_list", limit=limit)
+
+    def collect_set(
+        self,
+        column: Any,
+        *,
+        limit: int | None = 1000,
+        name: str | None = None,
+        materialized_as: str | None = None,
+    ) -> ktable.KTable:
+        """ksqlDB's ``COLLECT_SET(column)`` per group: an array of the distinct values
+        (null is one of them) in order of first arrival, at most ``limit``. For a table,
+        a value leaves its group's array when no row of the group holds it any more.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> t = StreamsBuilder().table("users").group_by(("region", "value")).collect_set("city")
+        >>> type(t.node).__name__, t.node.input_kind, t.node.limit
+        ('CollectSet', 'table', 1000)
+        """
+        return self._builtin(agg.CollectSet, column, name, materialized_as, "collect_set", limit=limit)
+
+    def count_distinct(
+        self, column: Any, *, name: str | None = None, materialized_as: str | None = None
+    ) -> ktable.KTable:
+        """ksqlDB's ``COUNT_DISTINCT(column)`` per group, exact (ksqlDB's is an estimate):
+        the number of distinct non-null values; a group of nulls counts 0.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> StreamsBuilder().stream("clicks").group_by_key().count_distinct("url").node.column
+        SqlExpr(sql='url')
+        """
+        return self._builtin(agg.CountDistinct, column, name, materialized_as, "count_distinct")
+
     def _builtin(
         self,
-        node_class: type[Sum | Avg | Min | Max],
+        node_class: type[AggregateNode],
         column: Any,
         name: str | None,
         materialized_as: str | None,
+        method_name: str | None = None,
+        **options: Any,
     ) -> ktable.KTable:
-        method = f"{self._TYPE}.{node_class.__name__.lower()}()"
+        method = f"{self._TYPE}.{method_name or node_class.__name__.lower()}()"
         prepared = fn.prepare(column, fn.COLUMN, method)
         kind = self._KIND
         return self._build(
@@ -114,6 +169,7 @@ class _Grouped:
                 store=s,
                 queryable=q,
                 column=prepared.bind(self._plan, f"{n}.column"),
+                **options,
             ),
         )
 
@@ -186,6 +242,51 @@ class KGroupedStream(_Grouped):
     def __repr__(self) -> str:
         mark = " (repartition required)" if self._repartition_required else ""
         return f"<KGroupedStream {self._parent}{mark}>"
+
+    def latest_by_offset(
+        self,
+        column: Any,
+        n: int | None = None,
+        *,
+        ignore_nulls: bool = True,
+        name: str | None = None,
+        materialized_as: str | None = None,
+    ) -> ktable.KTable:
+        """ksqlDB's ``LATEST_BY_OFFSET(column[, n][, ignore_nulls])`` per group: the value
+        of the group's last record by offset (within a batch, the ordering key's order;
+        a later batch after an earlier one). With ``n``, an array of the last ``n``
+        values, oldest first. Null values are skipped unless ``ignore_nulls`` is false; a
+        group whose result is null has no row.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> t = StreamsBuilder().stream("prices").group_by_key().latest_by_offset("price", 3)
+        >>> type(t.node).__name__, t.node.n, t.node.ignore_nulls
+        ('LatestByOffset', 3, True)
+        """
+        return self._builtin(
+            agg.LatestByOffset, column, name, materialized_as, "latest_by_offset", n=n, ignore_nulls=ignore_nulls
+        )
+
+    def earliest_by_offset(
+        self,
+        column: Any,
+        n: int | None = None,
+        *,
+        ignore_nulls: bool = True,
+        name: str | None = None,
+        materialized_as: str | None = None,
+    ) -> ktable.KTable:
+        """ksqlDB's ``EARLIEST_BY_OFFSET(column[, n][, ignore_nulls])`` per group: the
+        value of the group's first record by offset, or an array of the first ``n`` (see
+        :meth:`latest_by_offset`).
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> StreamsBuilder().stream("logins").group_by_key().earliest_by_offset("at").node.ignore_nulls
+        True
+        """
+        return self._builtin(
+            agg.EarliestByOffset, column, name, materialized_as, "earliest_by_offset", n=n, ignore_nulls=ignore_nulls
+        )
 
     def reduce(
         self, reducer: Any, *, name: str | None = None, materialized_as: str | None = None

@@ -8,7 +8,8 @@ Table ``group_by`` is a :class:`TableGroupBy`, always followed by a repartition.
 One node per aggregate function, for both inputs (``input_kind``): a stream record only
 adds to its group; a table change subtracts the old row from its old group and adds the
 new row to its new group (KIP-241), so the table rule is the stream rule with
-retraction.
+retraction. ksqlDB's ``LATEST_BY_OFFSET`` and ``EARLIEST_BY_OFFSET`` take streams only
+(a table's rows have no offsets to order them by).
 """
 
 from __future__ import annotations
@@ -23,7 +24,14 @@ __all__ = [
     "Aggregate",
     "AggregateNode",
     "Avg",
+    "ByOffset",
+    "CollectList",
+    "CollectSet",
+    "Collection",
     "Count",
+    "CountDistinct",
+    "EarliestByOffset",
+    "LatestByOffset",
     "Max",
     "Min",
     "Reduce",
@@ -114,6 +122,74 @@ class Min(AggregateNode):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Max(AggregateNode):
     """ksqlDB's ``MAX(column)`` per group."""
+
+    column: Expr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ByOffset(AggregateNode):
+    """What the by-offset aggregates share: the column, ``n`` (``None``: one value, else
+    an array of ``n``), and whether null values are skipped."""
+
+    column: Expr
+    n: int | None = None
+    ignore_nulls: bool = True
+
+    def __post_init__(self) -> None:
+        AggregateNode.__post_init__(self)
+        if self.input_kind == "table":
+            raise InvalidArgumentError(f"{self.name}: {type(self).__name__} takes a stream (a table's rows have no offsets)")
+        if self.n is not None and (isinstance(self.n, bool) or not isinstance(self.n, int) or self.n < 1):
+            raise InvalidArgumentError(f"{self.name}: n must be 1 or greater, got {self.n!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatestByOffset(ByOffset):
+    """ksqlDB's ``LATEST_BY_OFFSET(column[, n][, ignore_nulls])`` per group of a stream:
+    the value of the group's last record in offset order (the ordering key's order within
+    a batch, and a later batch after an earlier one); with ``n``, an array of the last
+    ``n`` values, oldest first. Null values are skipped unless ``ignore_nulls`` is false."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EarliestByOffset(ByOffset):
+    """ksqlDB's ``EARLIEST_BY_OFFSET(column[, n][, ignore_nulls])`` per group of a
+    stream: the value of the group's first record (with ``n``, the first ``n``), see
+    :class:`LatestByOffset`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Collection(AggregateNode):
+    """What the collecting aggregates share: the column and ``limit``, the most values
+    the array holds (later ones are left out; ``None``: no limit)."""
+
+    column: Expr
+    limit: int | None = 1000
+
+    def __post_init__(self) -> None:
+        AggregateNode.__post_init__(self)
+        if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 0):
+            raise InvalidArgumentError(f"{self.name}: limit must be 0 or greater (None: no limit), got {self.limit!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectList(Collection):
+    """ksqlDB's ``COLLECT_LIST(column)`` per group: every value (nulls included) in
+    arrival order, at most ``limit``. A table row's old value is removed from its old
+    group's list (its last occurrence, as ksqlDB's undo does)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectSet(Collection):
+    """ksqlDB's ``COLLECT_SET(column)`` per group: the distinct values in order of first
+    arrival, at most ``limit``. A table row's old value leaves the set when no row of the
+    group holds it any more."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CountDistinct(AggregateNode):
+    """ksqlDB's ``COUNT_DISTINCT(column)`` per group, counted exactly (ksqlDB estimates
+    it with HyperLogLog); nulls are not counted."""
 
     column: Expr
 

@@ -26,7 +26,7 @@ from sqlglot import exp
 from tablestream.dsl import StreamsBuilder
 from tablestream.errors import TablestreamError
 from tablestream.plan.topology import Topology
-from tablestream.schema import BIGINT, DOUBLE, INT, STRING, Column, DecimalType, SqlType
+from tablestream.schema import BIGINT, DOUBLE, INT, STRING, ArrayType, Column, DecimalType, SqlType
 from tablestream.sql import statements as st
 from tablestream.sql.catalog import Base, Layout, QueryInfo, SourceInfo
 from tablestream.sql.dialect import node_position, parse_script
@@ -40,7 +40,7 @@ from tablestream.sql.expressions import (
     is_aggregate,
     ksql_name,
 )
-from tablestream.sql.functions import UNSUPPORTED_AGGREGATES
+from tablestream.sql.functions import AGGREGATES, TABLE_AGGREGATES, UNSUPPORTED_AGGREGATES
 from tablestream.sql.types import ksql_text
 
 __all__ = ["CompiledSql", "InsertRecord", "SqlCompiler", "compile_sql"]
@@ -1125,7 +1125,7 @@ class SqlCompiler:
                 key_names[index] = name
             named.append((item, inner, as_value, name, index))
         # The reads of the aggregates and of the group key after the aggregation.
-        members = any(kind in ("count", "sum") for kind, _, _ in specs)
+        members = any(_has_members(spec) for spec in specs)
         wrapped = len(specs) + (0 if members else 1) > 1
         names = [n if n is not None else (ksql_name(g[0].this) if isinstance(g[0], exp.Column) else f"KSQL_COL_{i}") for i, (n, g) in enumerate(zip(key_names, groups, strict=True))]
         agg_reads = [Typed(Base("value").field(f"A{i}") if wrapped else exp.column("value"), spec[2]) for i, spec in enumerate(specs)]
@@ -1204,20 +1204,25 @@ class SqlCompiler:
         for call, _ in calls:
             name = str(call.this).upper()
             if name in UNSUPPORTED_AGGREGATES:
-                raise self.error(call, f"The aggregate function {name} is not supported yet (supported: COUNT, SUM, AVG, MIN, MAX)")
+                raise self.error(call, f"The aggregate function {name} is not supported yet (supported: {', '.join(AGGREGATES)})")
         if rel.kind == "TABLE":
-            bad = [c for c, _ in calls if str(c.this).upper() in ("MIN", "MAX")]
+            bad = [c for c, _ in calls if str(c.this).upper() not in TABLE_AGGREGATES]
             if bad:
-                raise self.error(bad[0], "The aggregation functions LATEST_BY_OFFSET, MIN and MAX cannot be applied to a table source, only to a stream source")
+                names = list(dict.fromkeys(str(c.this).upper() for c in bad))
+                listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+                plural = "s" if len(names) > 1 else ""
+                raise self.error(bad[0], f"The aggregation function{plural} {listed} cannot be applied to a table source, only to a stream source")
         return calls
 
-    def _aggregate_spec(self, call: exp.Anonymous, translator: Translator) -> tuple[str, exp.Expr | None, SqlType]:
+    def _aggregate_spec(self, call: exp.Anonymous, translator: Translator) -> tuple[str, exp.Expr | None, SqlType, dict[str, Any]]:
         """An aggregate call as (DSL aggregation, its argument's Spark SQL, its ksqlDB
-        result type)."""
+        result type, the DSL aggregation's options)."""
         name = str(call.this).upper()
         args = call.expressions
         if name == "COUNT" and (not args or isinstance(args[0], (exp.Star, exp.Literal, exp.Boolean))) and len(args) <= 1:
-            return "count", None, BIGINT  # COUNT(), COUNT(*), COUNT(1): rows
+            return "count", None, BIGINT, {}  # COUNT(), COUNT(*), COUNT(1): rows
+        if name in ("LATEST_BY_OFFSET", "EARLIEST_BY_OFFSET"):
+            return self._by_offset_spec(call, translator)
         if len(args) != 1:
             raise self.error(call, f"Function '{name}' takes one argument, got {len(args)}")
         arg = args[0]
@@ -1226,7 +1231,7 @@ class SqlCompiler:
             # COUNT(x) counts the rows whose x is not null: the sum of 0 and 1, which
             # keeps every group with rows (a group of nulls counts 0).
             counted = exp.Case(ifs=[exp.If(this=exp.Is(this=typed.spark, expression=exp.Null()), true=exp.Literal.number(0))], default=exp.Literal.number(1))
-            return "sum", counted, BIGINT
+            return "sum", counted, BIGINT, {}
         if isinstance(arg, exp.Star):
             raise self.error(call, f"'*' is not an argument of {name}")
         typed = translator.typed(arg)
@@ -1238,10 +1243,65 @@ class SqlCompiler:
                 raise self.error(call, f"{name} of DECIMAL values is not supported yet (the runtime sums them as DOUBLE); CAST the argument to DOUBLE")
             if t not in (INT, BIGINT, DOUBLE):
                 raise self.error(call, f"Function '{name}' does not accept parameters ({ksql_text(t)})")
-            return name.lower(), typed.spark, (DOUBLE if name == "AVG" else t)
-        if str(t) not in ("INT", "BIGINT", "DOUBLE", "STRING", "BOOLEAN", "DATE", "TIMESTAMP"):
+            return name.lower(), typed.spark, (DOUBLE if name == "AVG" else t), {}
+        if name in ("COLLECT_LIST", "COLLECT_SET", "COUNT_DISTINCT"):
+            self._kept_by_text(call, t)
+            if name == "COUNT_DISTINCT":
+                return "count_distinct", typed.spark, BIGINT, {}
+            return name.lower(), typed.spark, ArrayType(t), {"limit": self._collect_limit(name)}
+        if str(t) not in _ORDERED:
             raise self.error(call, f"Function '{name}' does not accept parameters ({ksql_text(t)})")
-        return name.lower(), typed.spark, t
+        return name.lower(), typed.spark, t, {}
+
+    def _by_offset_spec(self, call: exp.Anonymous, translator: Translator) -> tuple[str, exp.Expr, SqlType, dict[str, Any]]:
+        """``LATEST_BY_OFFSET(col[, N][, ignoreNulls])`` (and EARLIEST): N a literal INT
+        (then the result is an array of N values), ignoreNulls a literal BOOLEAN."""
+        name = str(call.this).upper()
+        args = call.expressions
+        if not 1 <= len(args) <= 3:
+            raise self.error(call, f"Function '{name}' takes 1 to 3 arguments, got {len(args)}")
+        if isinstance(args[0], exp.Star):
+            raise self.error(call, f"'*' is not an argument of {name}")
+        rest = args[1:]
+        n: int | None = None
+        if rest and isinstance(rest[0], exp.Literal) and not rest[0].is_string:
+            if not rest[0].is_int:
+                raise self.error(rest[0], f"Function '{name}' takes N as a literal INT, got {rest[0].sql()}")
+            n = int(rest[0].this)
+            rest = rest[1:]
+        ignore_nulls = True
+        if rest and isinstance(rest[0], exp.Boolean):
+            ignore_nulls = bool(rest[0].this)
+            rest = rest[1:]
+        if rest:
+            raise self.error(rest[0], f"Function '{name}' takes {name}(col[, N][, ignoreNulls]) with N a literal INT and ignoreNulls a literal BOOLEAN, got {format_expression(rest[0])}")
+        if n is not None and n < 1:
+            raise self.error(args[1], f"{'latestN' if name == 'LATEST_BY_OFFSET' else 'earliestN'} must be 1 or greater")
+        typed = translator.typed(args[0])
+        t = typed.type
+        if t is None:
+            raise self.error(call, "Can't infer a type of null. Please explicitly cast it to a required type, e.g. CAST(null AS VARCHAR)")
+        self._kept_by_text(call, t)
+        return name.lower(), typed.spark, (t if n is None else ArrayType(t)), {"n": n, "ignore_nulls": ignore_nulls}
+
+    def _kept_by_text(self, call: exp.Anonymous, t: SqlType) -> None:
+        """The by-offset and collecting aggregates keep and compare values by their JSON
+        text: any type but BYTES."""
+        if str(t) == "BYTES":
+            raise self.error(call, f"Function '{str(call.this).upper()}' does not accept parameters ({ksql_text(t)})")
+
+    def _collect_limit(self, name: str) -> int | None:
+        """ksqlDB's ``ksql.functions.collect_list.limit`` (``collect_set.limit``) as SET
+        for the script (default 1000; a negative limit: none)."""
+        prop = f"ksql.functions.{name.lower()}.limit"
+        text = self.result.properties.get(prop)
+        if text is None:
+            return 1000
+        try:
+            limit = int(str(text).strip())
+        except ValueError:
+            raise self.error(None, f"The property '{prop}' must be an integer, got '{text}': SET '{prop}'='1000' (a negative value: no limit)") from None
+        return None if limit < 0 else limit
 
     def _aggregations(self, rel: Rel, groups, names: list[str], specs, target: str) -> Any:
         """One DSL aggregation per aggregate function, grouped by the GROUP BY key;
@@ -1250,7 +1310,7 @@ class SqlCompiler:
         # An argument that reads the key must be computed before the grouping changes it.
         keys_in_args = any(
             isinstance(node, exp.Column) and node.name == "key"
-            for _, arg, _ in specs if arg is not None for node in arg.walk()
+            for _, arg, *_ in specs if arg is not None for node in arg.walk()
         )
         if len(groups) == 1:
             key_sql: exp.Expr = groups[0][1].spark
@@ -1260,11 +1320,12 @@ class SqlCompiler:
         if carried:
             # The arguments are computed before grouping (the key changes, and a table's
             # grouping maps each row to its group key and a value).
-            fields = [exp.Alias(this=arg, alias=exp.to_identifier(f"V{i}", quoted=True)) for i, (_, arg, _) in enumerate(specs) if arg is not None]
+            fields = [exp.Alias(this=arg, alias=exp.to_identifier(f"V{i}", quoted=True)) for i, (_, arg, *_) in enumerate(specs) if arg is not None]
             value_sql = _sql(exp.Anonymous(this="struct", expressions=fields or [exp.Alias(this=exp.Literal.number(1), alias=exp.to_identifier("V", quoted=True))]))
-        # A member-counting aggregate (COUNT, SUM) has a row for every group with rows;
-        # it comes first and the others (null for a group of nulls, so no row) join it.
-        members = [i for i, (kind, _, _) in enumerate(specs) if kind in ("count", "sum")]
+        # A member-counting aggregate (COUNT, SUM, the collections, COUNT_DISTINCT) has a
+        # row for every group with rows; it comes first and the others (null for a group
+        # of nulls, so no row) join it.
+        members = [i for i, spec in enumerate(specs) if _has_members(spec)]
         shared = len(specs) + (0 if members else 1) > 1
         name = f"{target}-GroupBy" if shared else None
         if rel.kind == "TABLE":
@@ -1278,12 +1339,12 @@ class SqlCompiler:
         order = members + [i for i in range(len(specs)) if i not in members]
         tables: list[tuple[Any, int | None]] = [] if members else [(grouped.count(), None)]
         for i in order:
-            kind, arg, _ = specs[i]
+            kind, arg, _, options = specs[i]
             if arg is None:
                 tables.append((grouped.count(), i))
                 continue
             argument = _sql(Base("value").field(f"V{i}")) if carried else _sql(arg)
-            tables.append((getattr(grouped, kind)(argument), i))
+            tables.append((getattr(grouped, kind)(argument, **options), i))
         if len(tables) == 1:
             return tables[0][0]
         result, first = tables[0]
@@ -1297,6 +1358,17 @@ class SqlCompiler:
             result = result.left_join(table, _sql(exp.Anonymous(this="struct", expressions=fields)))
             slots.append(index)
         return result
+
+
+# The types MIN and MAX take.
+_ORDERED = ("INT", "BIGINT", "DOUBLE", "STRING", "BOOLEAN", "DATE", "TIMESTAMP")
+# Aggregates that have a row for every group with rows (a group of nulls included).
+_MEMBER_KINDS = ("count", "sum", "collect_list", "collect_set", "count_distinct")
+
+
+def _has_members(spec: tuple[str, exp.Expr | None, SqlType, dict[str, Any]]) -> bool:
+    kind, _, _, options = spec
+    return kind in _MEMBER_KINDS or options.get("n") is not None
 
 
 class _NotGrouped(Exception):

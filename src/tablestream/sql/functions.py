@@ -19,7 +19,7 @@ from tablestream.sql.types import common_type, ksql_text
 if TYPE_CHECKING:
     from tablestream.sql.expressions import Typed
 
-__all__ = ["AGGREGATES", "SCALAR", "UNSUPPORTED_AGGREGATES", "ArgumentError", "is_aggregate"]
+__all__ = ["AGGREGATES", "SCALAR", "TABLE_AGGREGATES", "UNSUPPORTED_AGGREGATES", "ArgumentError", "is_aggregate"]
 
 
 class ArgumentError(Exception):
@@ -27,12 +27,14 @@ class ArgumentError(Exception):
 
 
 # Aggregates the compiler turns into the DSL's aggregations.
-AGGREGATES = ("AVG", "COUNT", "MAX", "MIN", "SUM")
-# ksqlDB aggregates the DSL has no built-in aggregation for yet.
-UNSUPPORTED_AGGREGATES = (
-    "COLLECT_LIST", "COLLECT_SET", "CORRELATION", "COUNT_DISTINCT", "EARLIEST_BY_OFFSET",
-    "HISTOGRAM", "LATEST_BY_OFFSET", "STDDEV_SAMP", "STDDEV_SAMPLE", "TOPK", "TOPKDISTINCT",
+AGGREGATES = (
+    "AVG", "COLLECT_LIST", "COLLECT_SET", "COUNT", "COUNT_DISTINCT", "EARLIEST_BY_OFFSET",
+    "LATEST_BY_OFFSET", "MAX", "MIN", "SUM",
 )
+# Those a table source takes: the ones ksqlDB can undo (its TableUdafs).
+TABLE_AGGREGATES = ("AVG", "COLLECT_LIST", "COUNT", "SUM")
+# ksqlDB aggregates the DSL has no built-in aggregation for yet.
+UNSUPPORTED_AGGREGATES = ("CORRELATION", "HISTOGRAM", "STDDEV_SAMP", "STDDEV_SAMPLE", "TOPK", "TOPKDISTINCT")
 
 
 def is_aggregate(name: str) -> bool:

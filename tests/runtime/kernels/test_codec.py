@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import doctest
+
 import pyarrow as pa
 
+from tablestream.runtime.kernels import codec
 from tablestream.runtime.kernels.codec import (
     as_array,
     decode_canonical,
@@ -73,3 +76,8 @@ def test_as_array_joins_chunks():
     assert isinstance(joined, pa.Array) and joined.to_pylist() == [b"a", b"b", None]
     plain = pa.array([1])
     assert as_array(plain) is plain
+
+
+def test_docstring_examples():
+    result = doctest.testmod(codec)
+    assert (result.attempted, result.failed) == (3, 0)

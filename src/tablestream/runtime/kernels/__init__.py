@@ -12,6 +12,9 @@ unit-tested on plain Arrow tables.
 - :mod:`.upsert` a table from its changelog records
 - :mod:`.numeric` count, sum, avg by signed deltas
 - :mod:`.extreme` min, max with retraction
+- :mod:`.offset` latest and earliest by offset
+- :mod:`.collect` collect_list, collect_set with retraction
+- :mod:`.distinct` exact count_distinct with retraction
 - :mod:`.fold` a user's reduce / aggregate
 - :mod:`.table_join` primary-key table-table join
 - :mod:`.stream_table` stream-table join as of each record's time

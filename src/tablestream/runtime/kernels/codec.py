@@ -1,17 +1,28 @@
 """Value layouts shared by the kernels: timestamped values (an 8-byte big-endian
-timestamp, then the value bytes), null-safe equality of binary arrays, and canonical
-bytes (the JSON text of ``{"v": x}``, written by Spark's ``to_json``) decoded in Arrow."""
+timestamp, then the value bytes) and JSON states, null-safe equality of binary arrays,
+kernel outputs from Python lists, and canonical bytes (the JSON text of ``{"v": x}``,
+written by Spark's ``to_json``) built from JSON texts and decoded in Arrow."""
 
 from __future__ import annotations
 
+import json
 import struct
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+if TYPE_CHECKING:
+    from ..state import StoreSession
+
 _TS = struct.Struct(">q")
+_OPEN, _CLOSE = b'{"v":', b"}"  # canonical bytes are the JSON text of {"v": value}
+
+# The rows of a kernel whose results are values in canonical bytes: per group the
+# result before and after, and the timestamp.
+VALUE_CHANGES = pa.schema([("gkb", pa.binary()), ("old_vb", pa.binary()), ("new_vb", pa.binary()), ("ts", pa.int64())])
 
 
 def encode_timestamped(value: bytes | None, ts: int) -> bytes | None:
@@ -29,6 +40,48 @@ def timestamped(values: pa.Array, stamps: pa.Array) -> pa.Array:
     stamp_bytes = np.ascontiguousarray(np.asarray(stamps, np.int64).astype(">i8")).view(np.uint8)
     prefixes = pa.FixedSizeBinaryArray.from_buffers(pa.binary(8), len(stamps), [None, pa.py_buffer(stamp_bytes)])
     return pc.binary_join_element_wise(prefixes.cast(pa.binary()), values.cast(pa.binary()), b"")
+
+
+def rows(schema: pa.Schema, **columns: list) -> pa.Table:
+    """A kernel's output from Python lists, one per column of ``schema``."""
+    return pa.table({f.name: pa.array(columns[f.name], f.type) for f in schema}, schema=schema)
+
+
+def inner_text(canonical: bytes) -> str:
+    """The JSON text of the value inside canonical bytes.
+
+    >>> inner_text(b'{"v":[1,2]}')
+    '[1,2]'
+    """
+    return canonical[len(_OPEN) : -len(_CLOSE)].decode()
+
+
+def canonical_of(text: str | None) -> bytes | None:
+    """Canonical bytes of a value given as its JSON text (``None``: a null value)."""
+    return None if text is None else _OPEN + text.encode() + _CLOSE
+
+
+def canonical_array(texts: list[str | None]) -> bytes:
+    """Canonical bytes of an array of values given as their JSON texts (``None``: null).
+
+    >>> canonical_array(["1", None])
+    b'{"v":[1,null]}'
+    """
+    return canonical_of("[" + ",".join("null" if t is None else t for t in texts) + "]")
+
+
+def load_json_states(session: StoreSession, keys: list[bytes]) -> dict[bytes, tuple[object, int] | None]:
+    """Timestamped JSON states as stored before this batch: ``{key: (state, ts) or None}``."""
+    states: dict[bytes, tuple[object, int] | None] = {}
+    for key, raw in zip(keys, session.get_before(keys), strict=True):
+        text, ts = decode_timestamped(raw)
+        states[key] = None if text is None else (json.loads(text), ts)
+    return states
+
+
+def dump_json_state(state: object, ts: int) -> bytes:
+    """A state as :func:`load_json_states` reads it."""
+    return encode_timestamped(json.dumps(state, separators=(",", ":"), ensure_ascii=False).encode(), ts)
 
 
 def same_values(a: pa.Array, b: pa.Array) -> pa.Array:

@@ -8,6 +8,7 @@ import functools
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
+    DataType,
     DateType,
     DoubleType,
     FloatType,
@@ -19,12 +20,9 @@ from pyspark.sql.types import (
 )
 
 from ....plan import aggregate as agg
-from ...batch import BatchContext
-from ...expressions import ValueShape
-from ...frames import ORDER, Frame, canonical_bytes, from_canonical, named, result_order
+from ...frames import ORDER, Frame, canonical_bytes, named
 from ...kernels import extreme
-from ..values import is_guarded_expr
-from .group_by import AggregateRule
+from .group_by import ColumnAggregateRule
 from .numeric import AggregateTypeError
 
 _ORDERED_TYPES = (
@@ -42,20 +40,11 @@ def _position_bytes():
     return F.concat(*parts)
 
 
-class ExtremeRule(AggregateRule):
+class ExtremeRule(ColumnAggregateRule):
     which = ""
+    schema = extreme.SCHEMA
 
-    def apply(self, batch: BatchContext, frame: Frame) -> Frame:
-        column = self.node.column
-        rows = self.signed_rows(frame, self.column_of(column, frame), guarded=is_guarded_expr(column))
-        if not hasattr(self, "kernel"):
-            self._prepare(rows, frame)
-        stage = self.run_stage(batch, rows, self.stage_in, self.kernel, extreme.SCHEMA)
-        changes = batch.persist(stage, self.node.name)
-        return self.result(batch, changes.select(*self.columns), frame)
-
-    def _prepare(self, rows, frame: Frame) -> None:
-        vtype, self.key_type = rows.schema["v"].dataType, rows.schema["gk"].dataType
+    def prepare(self, vtype: DataType, frame: Frame) -> None:
         if not isinstance(vtype, _ORDERED_TYPES):
             raise AggregateTypeError(f"{self.node.name}: cannot take the {self.which} of a {vtype.simpleString()} column")
         self.kernel = functools.partial(extreme.extreme_groups, which=self.which, stream=frame.kind == "stream")
@@ -63,14 +52,7 @@ class ExtremeRule(AggregateRule):
             "gkb", "sign", canonical_bytes(F.col("v")).alias("vb"), F.col("v"),
             F.coalesce(F.col("skb"), _position_bytes()).alias("skb"), "ts", *ORDER,
         ])
-        self.columns = named([
-            self.group_key(frame, self.key_type).alias("key"),
-            from_canonical(F.col("old_vb"), vtype).alias("old"),
-            from_canonical(F.col("new_vb"), vtype).alias("new"),
-            "ts",
-            *result_order(),
-        ])
-        self.shape = ValueShape(vtype)
+        self.decoded(frame, vtype)
 
 
 class MinRule(ExtremeRule):

@@ -9,14 +9,23 @@ from collections.abc import Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType
 
 from ....plan import aggregate as agg
 from ....plan import stateless
 from ....plan.expr import Expr, KeyValueExpr, SqlExpr
 from ...batch import BatchContext
-from ...expressions import JSON_TEXT, results, sql_column, unguarded
+from ...expressions import JSON_TEXT, ValueShape, results, sql_column, unguarded
 from ...failures import current_reporter, operating
-from ...frames import ORDER, Frame, canonical_key, from_canonical_key, named
+from ...frames import (
+    ORDER,
+    Frame,
+    canonical_key,
+    from_canonical,
+    from_canonical_key,
+    named,
+    result_order,
+)
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse, UnsupportedNodeError
 from ..values import (
@@ -188,6 +197,38 @@ class AggregateRule(Rule):
         if self.node.queryable:
             batch.materialize(self.node.store, table)
         return table
+
+
+class ColumnAggregateRule(AggregateRule):
+    """An aggregate of one column (``node.column``) by a store kernel: :meth:`prepare`
+    sets, from the first batch's rows, ``kernel``, its output ``schema``, ``stage_in``
+    (the kernel's input columns), ``columns`` (its output read as the result table) and
+    ``shape``."""
+
+    def apply(self, batch: BatchContext, frame: Frame) -> Frame:
+        column = self.node.column
+        rows = self.signed_rows(frame, self.column_of(column, frame), guarded=is_guarded_expr(column))
+        if not hasattr(self, "kernel"):
+            self.key_type = rows.schema["gk"].dataType
+            self.prepare(rows.schema["v"].dataType, frame)
+        stage = self.run_stage(batch, rows, self.stage_in, self.kernel, self.schema)
+        changes = batch.persist(stage, self.node.name)
+        return self.result(batch, changes.select(*self.columns), frame)
+
+    def prepare(self, vtype: DataType, frame: Frame) -> None:
+        raise NotImplementedError
+
+    def decoded(self, frame: Frame, rtype: DataType) -> None:
+        """``columns`` and ``shape`` of a kernel whose results are canonical bytes
+        (``old_vb``, ``new_vb``) of ``rtype`` values."""
+        self.columns = named([
+            self.group_key(frame, self.key_type).alias("key"),
+            from_canonical(F.col("old_vb"), rtype).alias("old"),
+            from_canonical(F.col("new_vb"), rtype).alias("new"),
+            "ts",
+            *result_order(),
+        ])
+        self.shape = ValueShape(rtype)
 
 
 def _grouping(topology, node) -> str:

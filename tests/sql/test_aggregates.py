@@ -1,0 +1,131 @@
+"""ksqlDB's LATEST_BY_OFFSET, EARLIEST_BY_OFFSET, COLLECT_LIST, COLLECT_SET and
+COUNT_DISTINCT through TestDriver.from_sql, one record per batch: the exact records of
+each grouped table (keys, values, timestamps). A table emits no repeat of its last row."""
+
+from __future__ import annotations
+
+import pytest
+
+from tablestream.testing.driver import TestDriver, TestRecord
+
+pytestmark = pytest.mark.spark
+
+R = TestRecord
+
+ORDERS = "CREATE STREAM orders (id BIGINT KEY, customer STRING, item STRING, amount BIGINT) WITH (kafka_topic='orders', value_format='json', partitions=1);"
+USERS = "CREATE TABLE users (id STRING PRIMARY KEY, region STRING, name STRING) WITH (kafka_topic='users', value_format='json', partitions=1);"
+
+
+def _orders(driver, rows):
+    orders = driver.create_input_topic("orders")
+    for ts, (customer, item, amount) in enumerate(rows, start=1):
+        orders.pipe_input(ts, {"CUSTOMER": customer, "ITEM": item, "AMOUNT": amount}, timestamp=100 * ts)
+
+
+def test_latest_and_earliest_by_offset_skip_nulls_unless_told(spark):
+    """The N variant is an array, oldest first, and a group of only nulls is an empty
+    array (so the group has a row); ``false`` keeps a latest null."""
+    statements = [ORDERS, (
+        "CREATE TABLE last AS SELECT customer, LATEST_BY_OFFSET(amount) AS latest, EARLIEST_BY_OFFSET(amount) AS earliest, "
+        "LATEST_BY_OFFSET(amount, 2) AS latest2, LATEST_BY_OFFSET(amount, false) AS with_nulls FROM orders GROUP BY customer;"
+    )]
+    with TestDriver.from_sql(statements, spark=spark) as driver:
+        _orders(driver, [("ada", "tea", 10), ("ada", "jam", None), ("ada", "tea", 30), ("bob", "jam", None)])
+        assert driver.sql_output("LAST").read_records() == [
+            R("ada", {"LATEST": 10, "EARLIEST": 10, "LATEST2": [10], "WITH_NULLS": 10}, 100),
+            R("ada", {"LATEST": 10, "EARLIEST": 10, "LATEST2": [10], "WITH_NULLS": None}, 200),
+            R("ada", {"LATEST": 30, "EARLIEST": 10, "LATEST2": [10, 30], "WITH_NULLS": 30}, 300),
+            R("bob", {"LATEST": None, "EARLIEST": None, "LATEST2": [], "WITH_NULLS": None}, 400),
+        ]
+
+
+def test_earliest_n_keeps_the_first_values(spark):
+    statements = [ORDERS, "CREATE TABLE first AS SELECT customer, EARLIEST_BY_OFFSET(item, 2, false) AS items FROM orders GROUP BY customer;"]
+    with TestDriver.from_sql(statements, spark=spark) as driver:
+        _orders(driver, [("ada", None, 1), ("ada", "jam", 2), ("ada", "tea", 3)])
+        assert driver.sql_output("FIRST").read_records() == [
+            R("ada", {"ITEMS": [None]}, 100),
+            R("ada", {"ITEMS": [None, "jam"]}, 200),
+        ]
+
+
+def test_collections_and_count_distinct_of_a_stream(spark):
+    """COLLECT_LIST keeps every value, nulls included; COLLECT_SET each value once, null
+    too; COUNT_DISTINCT counts the distinct non-null values (a group of nulls: 0)."""
+    statements = [ORDERS, (
+        "CREATE TABLE bought AS SELECT customer, COLLECT_LIST(item) AS items, COLLECT_SET(item) AS kinds, "
+        "COUNT_DISTINCT(item) AS n FROM orders GROUP BY customer;"
+    )]
+    with TestDriver.from_sql(statements, spark=spark) as driver:
+        _orders(driver, [("ada", "tea", 1), ("ada", "jam", 2), ("ada", "tea", 3), ("ada", None, 4), ("bob", None, 5)])
+        assert driver.sql_output("BOUGHT").read_records() == [
+            R("ada", {"ITEMS": ["tea"], "KINDS": ["tea"], "N": 1}, 100),
+            R("ada", {"ITEMS": ["tea", "jam"], "KINDS": ["tea", "jam"], "N": 2}, 200),
+            R("ada", {"ITEMS": ["tea", "jam", "tea"], "KINDS": ["tea", "jam"], "N": 2}, 300),
+            R("ada", {"ITEMS": ["tea", "jam", "tea", None], "KINDS": ["tea", "jam", None], "N": 2}, 400),
+            R("bob", {"ITEMS": [None], "KINDS": [None], "N": 0}, 500),
+        ]
+
+
+def test_the_collect_list_limit_leaves_later_values_out(spark):
+    """SET 'ksql.functions.collect_list.limit' bounds COLLECT_LIST (not COLLECT_SET, which
+    has its own); a value past the limit changes nothing, so nothing is emitted."""
+    statements = [
+        ORDERS,
+        "SET 'ksql.functions.collect_list.limit'='2';",
+        "CREATE TABLE bought AS SELECT customer, COLLECT_LIST(amount) AS amounts FROM orders GROUP BY customer;",
+        "SET 'ksql.functions.collect_set.limit'='1';",
+        "CREATE TABLE kinds AS SELECT customer, COLLECT_SET(item) AS kinds FROM orders GROUP BY customer;",
+    ]
+    with TestDriver.from_sql(statements, spark=spark) as driver:
+        _orders(driver, [("ada", "tea", 1), ("ada", "jam", 2), ("ada", "tea", 3)])
+        assert driver.sql_output("BOUGHT").read_records() == [
+            R("ada", {"AMOUNTS": [1]}, 100),
+            R("ada", {"AMOUNTS": [1, 2]}, 200),
+        ]
+        assert driver.sql_output("KINDS").read_records() == [R("ada", {"KINDS": ["tea"]}, 100)]
+
+
+def test_collect_list_of_a_table_moves_a_row_value_between_groups(spark):
+    """An update removes the row's old value from its old group's list (its last
+    occurrence) and adds the new value to its new group's; an emptied group is a
+    tombstone."""
+    statements = [USERS, "CREATE TABLE names AS SELECT region, COLLECT_LIST(name) AS names FROM users GROUP BY region;"]
+    with TestDriver.from_sql(statements, spark=spark) as driver:
+        users = driver.create_input_topic("users")
+        out = driver.sql_output("NAMES")
+        got = []
+        for ts, (key, value) in enumerate([
+            ("u1", {"REGION": "eu", "NAME": "ada"}),
+            ("u2", {"REGION": "eu", "NAME": "bob"}),
+            ("u3", {"REGION": "eu", "NAME": "ada"}),
+            ("u1", {"REGION": "us", "NAME": "ada"}),
+            ("u2", None),
+            ("u3", {"REGION": "eu", "NAME": "cy"}),
+            ("u3", None),
+        ], start=1):
+            users.pipe_input(key, value, timestamp=ts)
+            got.append(sorted(out.read_records(), key=lambda r: r.key))
+        assert got == [
+            [R("eu", {"NAMES": ["ada"]}, 1)],
+            [R("eu", {"NAMES": ["ada", "bob"]}, 2)],
+            [R("eu", {"NAMES": ["ada", "bob", "ada"]}, 3)],
+            [R("eu", {"NAMES": ["ada", "bob"]}, 4), R("us", {"NAMES": ["ada"]}, 4)],
+            [R("eu", {"NAMES": ["ada"]}, 5)],
+            [R("eu", {"NAMES": ["cy"]}, 6)],
+            [R("eu", None, 7)],
+        ]
+
+
+def test_new_and_old_aggregates_in_one_select_with_having(spark):
+    """The new aggregates join the others on the group key; HAVING reads any of them."""
+    statements = [ORDERS, (
+        "CREATE TABLE stats AS SELECT customer, COUNT(*) AS n, MIN(amount) AS low, LATEST_BY_OFFSET(item) AS last_item, "
+        "COUNT_DISTINCT(item) AS kinds FROM orders GROUP BY customer HAVING COUNT_DISTINCT(item) > 1;"
+    )]
+    with TestDriver.from_sql(statements, spark=spark) as driver:
+        _orders(driver, [("ada", "tea", 5), ("ada", "tea", 3), ("ada", "jam", 4), ("bob", "tea", 1), ("ada", None, 2)])
+        assert driver.sql_output("STATS").read_records() == [
+            R("ada", {"N": 3, "LOW": 3, "LAST_ITEM": "jam", "KINDS": 2}, 300),
+            R("ada", {"N": 4, "LOW": 2, "LAST_ITEM": "jam", "KINDS": 2}, 500),
+        ]
