@@ -12,23 +12,13 @@ import pytest
 from tablestream.errors import DamagedStateError
 from tablestream.runtime.state import StoreError, StoreLayout, StoreSession
 
-from .stores import dump, run
+from .stores import BATCHES, dump, run
 
 
 def _history(layout, batches):
     for batch, (keys, values) in enumerate(batches):
         run(layout, batch, keys, values)
 
-
-BATCHES = [
-    ([b"a", b"b"], [b"1", b"2"]),
-    ([b"a"], [b"3"]),
-    ([b"c"], [b"4"]),
-    ([b"b"], [None]),
-    ([b"d", b"a"], [b"5", b"6"]),
-    ([b"c"], [b"7"]),
-    ([b"e"], [b"8"]),
-]
 
 
 @pytest.mark.parametrize("lost_at", [1, 3, 5, 7])

@@ -13,17 +13,8 @@ from tablestream.errors import DamagedStateError
 from tablestream.runtime.state import StoreLayout, Version
 from tablestream.storage.location import COMPLETE_MARKER, remove_tree
 
-from .stores import dump, run
+from .stores import BATCHES, dump, run
 
-BATCHES = [
-    ([b"a", b"b"], [b"1", b"2"]),
-    ([b"a"], [b"3"]),
-    ([b"c"], [b"4"]),
-    ([b"b"], [None]),
-    ([b"d", b"a"], [b"5", b"6"]),
-    ([b"c"], [b"7"]),
-    ([b"e"], [b"8"]),
-]
 FINAL = {b"a": b"6", b"c": b"7", b"d": b"5", b"e": b"8"}  # the store after BATCHES
 RESET = "reset the application to rebuild it from its source topics: 'tablestream app reset revenue' or Application.reset()"
 
