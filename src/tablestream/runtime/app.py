@@ -54,8 +54,8 @@ from .runner import BatchRunner
 DEFAULT_MAX_RECORDS_PER_BATCH = 1_000_000
 """The default bound of a micro-batch, in source records. A batch's cost in memory grows
 with its records (each task gathers its share of a store stage's rows as Arrow, and the
-outputs reach the driver as Arrow, about 450 bytes of driver memory per output row), so
-an unbounded first batch over a large backlog can exhaust the executors or the driver,
+records bound for Kafka topics reach the driver's producer, about 450 bytes of driver
+memory per row), so an unbounded first batch over a large backlog can exhaust the executors or the driver,
 or Spark's ``maxResultSize``; at a million records a batch's fixed cost (about a second)
 is a small share of its time."""
 
