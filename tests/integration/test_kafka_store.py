@@ -140,6 +140,21 @@ def test_produce_consume_exact_round_trip(kafka_store, topic_name):
     kafka_store.delete_topic(topic_name)
 
 
+def test_follow_reads_what_the_topic_held_before_its_timeout_counts(kafka_store, topic_name):
+    kafka_store.create_topic(TopicConfig(topic_name, partitions=2))
+    t0 = 1_700_000_000_000
+    kafka_store.produce(topic_name, [Record(b"k", b"%d" % i, timestamp=t0 + i, partition=i % 2) for i in range(4)])
+    # A timeout shorter than the consumer's first fetch still reads every record there is.
+    chunks = list(kafka_store.follow(topic_name, timeout=0.001))
+    # (Chunks are each in partition order; which partition's records come first varies.)
+    assert sorted((r.partition, r.offset, r.value, r.timestamp) for chunk in chunks for r in chunk) == [
+        (0, 0, b"0", t0), (0, 1, b"2", t0 + 2), (1, 0, b"1", t0 + 1), (1, 1, b"3", t0 + 3),
+    ]
+    started = time.monotonic()
+    assert list(kafka_store.follow(topic_name, from_beginning=False, timeout=0.5)) == []
+    assert time.monotonic() - started < 5
+
+
 def test_produce_without_timestamp_gets_the_broker_time(kafka_store, topic_name):
     kafka_store.create_topic(TopicConfig(topic_name))
     before = int(time.time() * 1000)

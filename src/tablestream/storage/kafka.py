@@ -62,6 +62,10 @@ if TYPE_CHECKING:
 KAFKA_COLUMNS: tuple[tuple[str, str], ...] = RECORD_COLUMNS
 
 _LIBRDKAFKA_LOG = logging.getLogger(__name__ + ".librdkafka")
+
+#: Seconds without a record after which :meth:`KafkaStore.follow` gives up on reading the
+#: records a topic held when it started (its ``timeout`` applies once they are read).
+CATCH_UP_PATIENCE = 30.0
 _TOPIC_CONFIG_KEYS = ("cleanup.policy", "retention.ms", "delete.retention.ms")
 # librdkafka's local error codes are spelled with a leading underscore.
 _PARTITION_EOF = KafkaError._PARTITION_EOF  # noqa: SLF001
@@ -554,8 +558,10 @@ class KafkaStore:
     ) -> Iterator[list[Record]]:
         """Yield chunks of records as they arrive (each ordered by partition then offset),
         from the beginning or from the current end offsets; stop once no record has
-        arrived for ``timeout`` seconds (``None``: never). ``read_committed``: records of
-        committed transactions only, as :meth:`consume`."""
+        arrived for ``timeout`` seconds (``None``: never) after the records the topic held
+        at the start have been read (until then a pause ends it only after
+        :data:`CATCH_UP_PATIENCE` seconds, so a slow first fetch never cuts them off).
+        ``read_committed``: records of committed transactions only, as :meth:`consume`."""
         partitions = self._partition_count(name)
         low, high = self._watermarks(name, partitions, committed=read_committed)
         start = low if from_beginning else high
@@ -570,8 +576,10 @@ class KafkaStore:
             },
         )
         try:
-            consumer.assign([TopicPartition(name, p, start[p]) for p in range(partitions)])
+            assigned = [TopicPartition(name, p, start[p]) for p in range(partitions)]
+            consumer.assign(assigned)
             quiet_since = time.monotonic()
+            caught_up = False
             while True:
                 first = consumer.poll(0.2)
                 batch = [] if first is None else [first, *consumer.consume(1000, timeout=0)]
@@ -588,8 +596,15 @@ class KafkaStore:
                     records.sort(key=lambda r: (r.partition, r.offset))
                     yield records
                     quiet_since = time.monotonic()
-                elif timeout is not None and time.monotonic() - quiet_since >= timeout:
-                    return
+                elif timeout is not None:
+                    # Positions count the transaction markers no consumer is given, so a
+                    # partition read to its end reaches the end offset known at the start.
+                    caught_up = caught_up or all(
+                        tp.offset >= high[tp.partition] or start[tp.partition] >= high[tp.partition]
+                        for tp in consumer.position(assigned)
+                    )
+                    if time.monotonic() - quiet_since >= (timeout if caught_up else max(timeout, CATCH_UP_PATIENCE)):
+                        return
         finally:
             consumer.close()
 
