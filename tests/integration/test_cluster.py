@@ -200,8 +200,16 @@ def _restart_stopped_workers(cluster: SparkCluster) -> None:
             cluster.start_worker(i)
 
 
-def _rest(ui_port: int, path: str):
-    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/api/v1/applications{path}", timeout=5) as response:
+def _rest(ui_port: int, path: str, attempts: int = 5):
+    """Spark's REST API; a driver slow to answer (a loaded machine) is asked again."""
+    url = f"http://127.0.0.1:{ui_port}/api/v1/applications{path}"
+    for _ in range(attempts - 1):
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return json.load(response)
+        except TimeoutError:
+            continue
+    with urllib.request.urlopen(url, timeout=30) as response:
         return json.load(response)
 
 
