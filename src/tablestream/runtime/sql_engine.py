@@ -330,10 +330,7 @@ class SqlEngine:
         target = result.sources.get(info.target) if info.target else None
         if info.id.startswith("CTAS_") and target is not None:
             topology = materialized_topology(topology, {info.sink_topic: target.name})
-        plan = {
-            "stores": sorted([s.name, s.kind, s.owner] for s in topology.stores),
-            "topics": sorted({t for node in topology.sources for t in node.topics}),
-        }
+        plan = {"state": _state_plan(topology), "topics": sorted({t for node in topology.sources for t in node.topics})}
         return PersistentQuery(info, topology, f"{self.service_id}-{info.id}", _number_of(info.id), plan)
 
     def _check_upgrade(self, statement: st.Statement, old: SourceInfo, new: SourceInfo) -> None:
@@ -365,8 +362,8 @@ class SqlEngine:
         if old.plan == new.plan or not self._has_state(old.application_id):
             return
         what = []
-        if old.plan["stores"] != new.plan["stores"]:
-            what.append("its state stores")
+        if old.plan["state"] != new.plan["state"]:
+            what.append("what its state stores keep")
         if old.plan["topics"] != new.plan["topics"]:
             what.append("the topics it reads")
         raise self.error(
@@ -779,6 +776,7 @@ class SqlEngine:
             if len(matches) != 1:
                 raise self.error(s, f"Could not find topic '{topic}', or the KSQL user does not have permissions to list the topic. Topic names are case-sensitive.")
             topic = matches[0]
+        self.catch_up(self.upstream([i.name for i in self.catalog.sources.values() if i.topic == topic]))
         config = self.store.topic_config(topic)
         key_format, value_format = _formats(config)
 
@@ -801,6 +799,28 @@ class SqlEngine:
                         return
 
         return Result(s.text, "lines", rows=lines())
+
+
+def _state_plan(topology: Topology) -> list[str]:
+    """What a plan's state depends on: the nodes that keep or read state stores and
+    every node before them, as text (a table only materialized for pull queries is
+    an output, not state)."""
+    from tablestream.plan.stateless import TableFilter, TableMapValues
+
+    keep: set[str] = set()
+    for store in topology.stores:
+        node = topology.node(store.owner)
+        if isinstance(node, (TableFilter, TableMapValues)) and store.queryable and not store.readers:
+            continue
+        keep.add(store.owner)
+        keep.update(r for r in store.readers if any(n.name == r for n in topology.nodes))
+    todo = list(keep)
+    while todo:
+        for parent in topology.node(todo.pop()).parents:
+            if parent not in keep:
+                keep.add(parent)
+                todo.append(parent)
+    return sorted(repr(topology.node(name)) for name in keep)
 
 
 def _print_format(name: str, schema: str | None) -> str:
