@@ -576,6 +576,7 @@ def sql_shell(
         )
         try:
             if interactive:
+                engine.start_all()  # the queries an earlier session or run declared
                 run_shell(engine, stdout, history=ts_config.home(home) / "sql" / "history")
                 return
             if file is not None:
