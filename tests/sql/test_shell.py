@@ -125,17 +125,17 @@ PULL_PUSH_EXPECTED = """\
 |---------------------------------------|
 | Created query with ID CTAS_PER_USER_0 |
 +---------------------------------------+
-+--------------------------+
++------------------------+
 | USER_ID | N | LAST_URL |
 |---------+---+----------|
 | 7       | 2 | /shop    |
 | 8       | 1 | /shop    |
-+--------------------------+
 +------------------------+
++-----------------------+
 | USER_ID | N | ROWTIME |
 |---------+---+---------|
 | 7       | 2 | 2000    |
-+------------------------+
++-----------------------+
 +------------+
 | URL        |
 +------------+
@@ -143,11 +143,11 @@ PULL_PUSH_EXPECTED = """\
 +------------+
 Limit Reached
 Query terminated
-+--------------------------+
++------------------------+
 | USER_ID | N | LAST_URL |
 |---------+---+----------|
 | 8       | 2 | /pay     |
-+--------------------------+
++------------------------+
 +------------+------------+
 | USER_ID    | N          |
 +------------+------------+
@@ -163,7 +163,7 @@ rowtime: 1970/01/01 00:00:02.000 Z, key: 7, value: {"N":2,"LAST_URL":"/shop"}, p
 |-------------------|
 | Query terminated. |
 +-------------------+
-Error: Line: 15, Col: 1: The `PER_USER` table isn't queryable. To derive a queryable table, you can do 'CREATE TABLE QUERYABLE_PER_USER AS SELECT * FROM PER_USER'. See https://cnfl.io/queries for more info. Add EMIT CHANGES if you intended to issue a push query. Statement: SELECT * FROM per_user
+Error: Line: 16, Col: 1: The `PER_USER` table isn't queryable. To derive a queryable table, you can do 'CREATE TABLE QUERYABLE_PER_USER AS SELECT * FROM PER_USER'. See https://cnfl.io/queries for more info. Add EMIT CHANGES if you intended to issue a push query. Statement: SELECT * FROM per_user
 """
 
 
