@@ -53,7 +53,7 @@ def materialized_topology(topology: Topology, tables: Mapping[str, str]) -> Topo
     ...     "CREATE STREAM s (id INT KEY, v STRING) WITH (kafka_topic='s', value_format='json');"
     ...     "CREATE TABLE c AS SELECT v, COUNT(*) AS n FROM s GROUP BY v;")
     >>> [(s.name, s.queryable) for s in materialized_topology(compiled.topology, {"C": "C"}).stores]
-    [('KSTREAM-AGGREGATE-STATE-STORE-0000000003', False), ('C', True)]
+    [('KSTREAM-AGGREGATE-STATE-STORE-0000000002', False), ('C', True)]
     """
     nodes = list(topology.nodes)
     stores = list(topology.stores)
