@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tablestream.cli import app
+from tablestream.sql.errors import statement_excerpt
 
 pytestmark = pytest.mark.spark
 
@@ -112,7 +113,8 @@ def test_rerun_with_changed_statements(spark, tmp_path):
     assert fails(home, "run", str(script), "--until-idle") == (
         "Error: Line: 10, Col: 1: Cannot replace query CTAS_PER_CUSTOMER_1: the new plan changes what its state stores "
         "keep, which the state of its application cannot follow; reset it first with 'tablestream app reset "
-        "shop-CTAS_PER_CUSTOMER_1' (it then starts over from its source topics). Statement: " + regrouped[:-1] + "\n"
+        "shop-CTAS_PER_CUSTOMER_1' (it then starts over from its source topics). Statement: "
+        + statement_excerpt(regrouped[:-1]) + "\n"
     )
     cli(home, "app", "reset", "shop-CTAS_PER_CUSTOMER_1")
     cli(home, "run", str(script), "--until-idle")
