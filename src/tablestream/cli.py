@@ -475,22 +475,26 @@ def run(
     application_id: Annotated[
         str | None, typer.Option("--application-id", help="Default: the file name without .sql.")
     ] = None,
+    bootstrap_servers: Bootstrap = None,
     home: Home = None,
 ) -> None:
-    """Run the statements of a ksqlDB script on the embedded store.
+    """Run the statements of a ksqlDB script.
 
     Missing topics are created (with the statements' PARTITIONS; a query's output
-    topic with its source's), INSERT ... VALUES records are produced, and the persistent
-    queries (CREATE ... AS SELECT, INSERT INTO ... SELECT) run as one application: until
-    Ctrl-C, or with --until-idle until every record already written is processed. Run
-    again with the same home, the application resumes from its checkpoint.
+    topic with its source's), INSERT ... VALUES records are produced, and each
+    persistent query (CREATE ... AS SELECT, INSERT INTO ... SELECT, CREATE SOURCE
+    TABLE) runs as an application of its own, ID-QUERY_ID: until Ctrl-C, or with
+    --until-idle until every record already written is processed. Run again with the
+    same home, a statement whose definition did not change is a no-op and each query
+    resumes from its checkpoint; a changed one needs CREATE OR REPLACE.
     """
 
     def action() -> None:
-        from .runtime.app import Application
-        from .runtime.layout import AppPaths
-        from .sql.script import application_id_of, prepare_script
-        from .storage.embedded import EmbeddedStore
+        from .runtime.sql_engine import SqlEngine
+        from .sql import statements as st
+        from .sql.dialect import parse_script
+        from .sql.errors import SqlError
+        from .sql.script import application_id_of
 
         try:
             with open(file, encoding="utf-8") as handle:
@@ -498,29 +502,95 @@ def run(
         except OSError as err:
             raise CliError(f"Cannot read {file}: {err.strerror}") from None
         name = application_id or application_id_of(file)
-        # The INSERT ... VALUES statements an earlier run of the script produced.
-        inserted = AppPaths.of(name, home).root / "sql-inserts.json"
-        done = frozenset(json.loads(inserted.read_text())) if inserted.exists() else frozenset()
-        store = EmbeddedStore(home)
-        compiled, produced = prepare_script(sql, store, done)
-        if produced:
-            inserted.parent.mkdir(parents=True, exist_ok=True)
-            inserted.write_text(json.dumps(sorted(done | set(produced))))
-        if not compiled.topology.nodes:
+        statements = parse_script(sql)
+        for statement in statements:
+            if isinstance(statement, st.SelectStatement):
+                push = statement.query.emit == "CHANGES"
+                raise SqlError(
+                    f"{'Push' if push else 'Pull'} queries are not run by 'tablestream run'; "
+                    + ("write their rows to a stream with CREATE STREAM ... AS SELECT" if push else "run them in 'tablestream sql'"),
+                    line=statement.position.line, column=statement.position.column, statement=statement.text,
+                )
+        from pathlib import Path
+
+        engine = SqlEngine(
+            open_store(bootstrap_servers, home), home=home, service_id=name, rerun=True,
+            base_dir=Path(file).resolve().parent,
+        )
+        from .shell import render
+
+        for statement in statements:
+            result = engine.execute_statement(statement, sql)
+            if result.kind not in ("message", "none"):
+                render(result, stdout)
+        if not engine.queries:
             stdout.print(f"{file}: no persistent query to run", markup=False)
             return
-        application = Application(compiled.topology, name, store=store, progress=None)
-        queries = ", ".join(q.id for q in compiled.queries)
+        queries = ", ".join(q.id for q in sorted(engine.queries.values(), key=lambda q: q.number))
         stdout.print(f"Running {name}: {queries}", markup=False)
         if until_idle:
-            application.run_until_caught_up()
+            engine.catch_up()
             stdout.print(f"{name}: caught up", markup=False)
             return
-        application.start()
         try:
-            application.await_termination()
+            engine.start_all()
+            engine.await_all()
         finally:
-            application.stop()
+            engine.stop()
+
+    _run(action)
+
+
+# ------------------------------------------------------------------------------- sql
+@app.command("sql")
+def sql_shell(
+    file: Annotated[
+        str | None, typer.Option("--file", "-f", help="Run the statements of this file, then exit.")
+    ] = None,
+    application_id: Annotated[
+        str, typer.Option("--application-id", help="Whose streams, tables and queries (the metastore).")
+    ] = "sql",
+    bootstrap_servers: Bootstrap = None,
+    home: Home = None,
+) -> None:
+    """An interactive shell for ksqlDB's SQL, like ksqlDB's CLI.
+
+    Statements end with ';' and may span lines; SHOW, DESCRIBE, EXPLAIN, PRINT, pull
+    and push queries print tables. On a terminal, persistent queries run in the
+    background and a push query shows rows until Ctrl-C or its LIMIT. With --file, or
+    statements on stdin, the statements run in order and the first error ends the
+    command (exit 1).
+    """
+
+    def action() -> None:
+        from pathlib import Path
+
+        from .runtime.sql_engine import SqlEngine
+        from .shell import run_script, run_shell
+
+        interactive = file is None and sys.stdin.isatty()
+        engine = SqlEngine(
+            open_store(bootstrap_servers, home), home=home, service_id=application_id,
+            background=interactive, interactive=interactive,
+            base_dir=Path(file).resolve().parent if file else Path.cwd(),
+        )
+        try:
+            if interactive:
+                engine.start_all()  # the queries an earlier session or run declared
+                run_shell(engine, stdout, history=ts_config.home(home) / "sql" / "history")
+                return
+            if file is not None:
+                try:
+                    with open(file, encoding="utf-8") as handle:
+                        text = handle.read()
+                except OSError as err:
+                    raise CliError(f"Cannot read {file}: {err.strerror}") from None
+            else:
+                text = sys.stdin.read()
+            wide = Console(highlight=False, soft_wrap=True, width=10_000)
+            run_script(engine, text, wide)
+        finally:
+            engine.stop()
 
     _run(action)
 

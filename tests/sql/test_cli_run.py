@@ -1,6 +1,8 @@
 """``tablestream run FILE.sql --until-idle`` on the embedded store, end to end: the
 script's topics are created, records produced with ``produce`` are processed, the
-outputs read back with ``consume``; a second run resumes from the checkpoint."""
+outputs read back with ``consume``; a second run resumes each query from its checkpoint,
+unchanged statements are no-ops, a changed one needs CREATE OR REPLACE, and a
+replacement whose state cannot follow names ``tablestream app reset``."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tablestream.cli import app
+from tablestream.sql.errors import statement_excerpt
 
 pytestmark = pytest.mark.spark
 
@@ -52,7 +55,8 @@ def test_run_until_idle_then_resume(spark, tmp_path):
         "Running shop: CTAS_PRICED_0, CTAS_PER_CUSTOMER_1\nshop: caught up\n"
     )
     assert cli(home, "topics", "list").splitlines() == [
-        "PER_CUSTOMER", "PRICED", "lines", "orders", "products", "shop-processing-log",
+        "PER_CUSTOMER", "PRICED", "lines", "orders", "products",
+        "shop-CTAS_PER_CUSTOMER_1-processing-log", "shop-CTAS_PRICED_0-processing-log",
     ]
     produce(home, "lines", {"key": 1, "value": {"PRODUCT_ID": "kettle", "QTY": 2}, "timestamp": 5})
     produce(home, "orders", {"key": 10, "value": {"CUSTOMER": "ada", "AMOUNT": 3.5}, "timestamp": 6})
@@ -65,3 +69,54 @@ def test_run_until_idle_then_resume(spark, tmp_path):
     cli(home, "run", str(script), "--until-idle")
     assert consumed(home, "PRICED") == [(1, {"TOTAL": 40.0}, 5), (1, {"TOTAL": 50.0}, 7)]
     assert consumed(home, "PER_CUSTOMER") == [("ada", {"TOTAL": 3.5}, 6), ("ada", {"TOTAL": 5.0}, 8)]
+
+
+def fails(home, *args) -> str:
+    result = runner.invoke(app, [*args, "--home", str(home)])
+    assert result.exit_code == 1, result.output
+    return result.output
+
+
+def test_rerun_with_changed_statements(spark, tmp_path):
+    script = tmp_path / "shop.sql"
+    home = tmp_path / "home"
+    script.write_text(SCRIPT)
+    cli(home, "topics", "create", "orders")  # the script's CREATE STREAM finds it
+    produce(home, "orders", {"key": 10, "value": {"CUSTOMER": "ada", "AMOUNT": 3.5}, "timestamp": 6})
+    cli(home, "run", str(script), "--until-idle")
+    assert consumed(home, "PER_CUSTOMER") == [("ada", {"TOTAL": 3.5}, 6)]
+    # A changed definition without OR REPLACE is ksqlDB's error; nothing runs.
+    changed = SCRIPT.replace("SUM(amount) AS total", "SUM(amount) * 2 AS total")
+    script.write_text(changed)
+    assert fails(home, "run", str(script), "--until-idle") == (
+        "Error: Line: 10, Col: 1: Cannot add table 'PER_CUSTOMER': A table with the same name already exists. "
+        "Statement: CREATE TABLE per_customer AS SELECT customer, SUM(amount) * 2 AS total FROM orders GROUP BY customer\n"
+    )
+    # OR REPLACE with the same state (the projection after the aggregate): the query
+    # resumes, the new projection for new records; a new query reads all the input.
+    script.write_text(
+        changed.replace("CREATE TABLE per_customer", "CREATE OR REPLACE TABLE per_customer")
+        + "CREATE TABLE order_count AS SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer;\n"
+    )
+    produce(home, "orders", {"key": 11, "value": {"CUSTOMER": "ada", "AMOUNT": 1.5}, "timestamp": 8})
+    assert cli(home, "run", str(script), "--until-idle") == (
+        "Running shop: CTAS_PRICED_0, CTAS_PER_CUSTOMER_1, CTAS_ORDER_COUNT_2\nshop: caught up\n"
+    )
+    assert consumed(home, "PER_CUSTOMER") == [("ada", {"TOTAL": 3.5}, 6), ("ada", {"TOTAL": 10.0}, 8)]
+    assert consumed(home, "ORDER_COUNT") == [("ada", {"N": 2}, 8)]
+    # A replacement whose state cannot follow (another grouping) names the reset.
+    regrouped = (
+        "CREATE OR REPLACE TABLE per_customer AS SELECT customer, SUM(amount) * 2 AS total "
+        "FROM orders WHERE amount > 0 GROUP BY customer;"
+    )
+    script.write_text(SCRIPT.split("CREATE TABLE per_customer")[0] + regrouped + "\n")
+    assert fails(home, "run", str(script), "--until-idle") == (
+        "Error: Line: 10, Col: 1: Cannot replace query CTAS_PER_CUSTOMER_1: the new plan changes what its state stores "
+        "keep, which the state of its application cannot follow; reset it first with 'tablestream app reset "
+        "shop-CTAS_PER_CUSTOMER_1' (it then starts over from its source topics). Statement: "
+        + statement_excerpt(regrouped[:-1]) + "\n"
+    )
+    cli(home, "app", "reset", "shop-CTAS_PER_CUSTOMER_1")
+    cli(home, "run", str(script), "--until-idle")
+    # Started over: both orders in its first batch.
+    assert consumed(home, "PER_CUSTOMER")[2:] == [("ada", {"TOTAL": 10.0}, 8)]

@@ -1,4 +1,4 @@
-"""The examples in the SQL front end's docstrings are tests."""
+"""The examples in the SQL front end's docstrings (and the SQL shell's and engine's) are tests."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import tablestream.sql
 
 MODULES = sorted(
     info.name for info in pkgutil.iter_modules(tablestream.sql.__path__, "tablestream.sql.")
-) + ["tablestream.sql"]
+) + ["tablestream.sql", "tablestream.shell", "tablestream.runtime.sql_engine"]
 
 
 @pytest.mark.parametrize("name", MODULES)

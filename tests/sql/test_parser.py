@@ -170,7 +170,7 @@ def test_last_semicolon_is_optional_and_comments_are_skipped():
             "SET 'a'='b';\nCREATE STREAM x (a FOO) WITH (a=1);",
             "Line: 2, Col: 20: Unknown type: FOO. Statement: CREATE STREAM x (a FOO) WITH (a=1)",
         ),
-        ("SHOW STREAMS;", "Line: 1, Col: 1: SHOW statements are not supported yet. Statement: SHOW STREAMS"),
+        ("ALTER STREAM s ADD COLUMN c INT;", "Line: 1, Col: 1: ALTER statements are not supported yet. Statement: ALTER STREAM s ADD COLUMN c INT"),
         (
             "SELECT a FROM t ORDER BY a;",
             "Line: 1, Col: 26: ORDER BY is not supported in ksqlDB's SQL. Statement: SELECT a FROM t ORDER BY a",

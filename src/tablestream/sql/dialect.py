@@ -7,7 +7,8 @@ reads a struct field (``address->street``), ``STRUCT<...>``, ``ARRAY<...>`` and
 ``MAP<...>`` types. The statement shapes sqlglot has no parser for are read here from
 its tokens: ``CREATE [OR REPLACE] [SOURCE] STREAM|TABLE ... (col TYPE [KEY | PRIMARY
 KEY], ...) WITH (...)``, ``... AS SELECT``, ``PARTITION BY`` and ``EMIT CHANGES``
-after a query, ``INSERT INTO ... VALUES``, ``DROP``, ``SET`` and ``UNSET``.
+after a query, ``INSERT INTO ... VALUES``, ``DROP``, ``SET``, ``UNSET``, ``SHOW|LIST``,
+``DESCRIBE``, ``EXPLAIN``, ``TERMINATE``, ``PRINT`` and ``RUN SCRIPT``.
 
 Every failure is a :class:`~tablestream.sql.errors.SqlError` naming the line and
 column in the script and the statement.
@@ -50,10 +51,11 @@ __all__ = ["Ksql", "node_position", "parse_script", "sql_type_of"]
 _WORD = re.compile(r"[A-Za-z_0-9][A-Za-z0-9_@$]*")
 
 # Statements ksqlDB has that this front end does not read yet.
-_NOT_YET = (
-    "ALTER", "ASSERT", "DEFINE", "DESCRIBE", "EXPLAIN", "LIST", "PAUSE", "PRINT", "RESUME",
-    "RUN", "SHOW", "TERMINATE", "UNDEFINE",
-)
+_NOT_YET = ("ALTER", "ASSERT", "DEFINE", "PAUSE", "RESUME", "UNDEFINE")
+
+# SHOW|LIST <what>: those read here, and ksqlDB's others.
+_LISTS = ("STREAMS", "TABLES", "TOPICS", "QUERIES", "PROPERTIES")
+_OTHER_LISTS = ("FUNCTIONS", "CONNECTORS", "SOURCE", "SINK", "CONNECTOR", "TYPES", "VARIABLES")
 
 # Words that start a clause after FROM (never a source's alias).
 _CLAUSES = frozenset({"EMIT", "WINDOW", "WITHIN", "PARTITION"})
@@ -127,12 +129,15 @@ class KsqlParser(Parser):
             self._advance()
         if not self._curr:
             return None
-        first, last = self._curr, self._tokens[-1]
         self._ordinal = getattr(self, "_ordinal", -1) + 1
+        return self._dispatch(self._ordinal)
+
+    def _dispatch(self, ordinal: int) -> Any:
+        first, last = self._curr, self._tokens[-1]
         common = {
             "text": self.sql[first.start : last.end + 1],
             "position": self._position(first),
-            "index": self._ordinal,
+            "index": ordinal,
         }
         word = first.text.upper() if first.token_type != TokenType.IDENTIFIER else ""
         if word == "CREATE":
@@ -154,6 +159,28 @@ class KsqlParser(Parser):
             return st.UnsetProperty(name=self._string("a property name in quotes"), **common)
         if word == "SELECT":
             return st.SelectStatement(query=self._query(), **common)
+        if word in ("SHOW", "LIST"):
+            self._advance()
+            return self._list(common)
+        if word == "DESCRIBE":
+            self._advance()
+            return self._describe(common)
+        if word == "EXPLAIN":
+            self._advance()
+            return self._explain(common, ordinal)
+        if word == "TERMINATE":
+            self._advance()
+            if self._match_text_seq("ALL"):
+                return st.Terminate(query_id=None, **common)
+            return st.Terminate(query_id=self._identifier_text("a query id"), **common)
+        if word == "PRINT":
+            self._advance()
+            return self._print(common)
+        if word == "RUN":
+            self._advance()
+            if not self._match_text_seq("SCRIPT"):
+                self.raise_error("Expecting SCRIPT after RUN")
+            return st.RunScript(path=self._string("a file name in quotes"), **common)
         if word in _NOT_YET:
             self.raise_error(f"{word} statements are not supported yet", first)
         self.raise_error(f"Syntax error at or near '{first.text}'", first)
@@ -225,6 +252,81 @@ class KsqlParser(Parser):
         name = self._name("a stream or table name")
         delete_topic = self._match_text_seq("DELETE", "TOPIC")
         return st.DropSource(kind=kind, name=name, if_exists=if_exists, delete_topic=delete_topic, **common)
+
+    def _list(self, common: dict[str, Any]) -> Any:
+        all_topics = self._match_text_seq("ALL")
+        token = self._curr
+        what = token.text.upper() if token is not None and token.token_type != TokenType.IDENTIFIER else ""
+        if what not in _LISTS or (all_topics and what != "TOPICS"):
+            if what in _OTHER_LISTS:
+                self.raise_error(f"SHOW {what} is not supported yet", token)
+            self.raise_error("Expecting STREAMS, TABLES, TOPICS, QUERIES or PROPERTIES", token)
+        self._advance()
+        extended = what != "PROPERTIES" and self._match_text_seq("EXTENDED")
+        return st.ListStatement(what=what, extended=extended, all_topics=all_topics, **common)
+
+    def _describe(self, common: dict[str, Any]) -> Any:
+        token = self._curr
+        word = token.text.upper() if token is not None and token.token_type != TokenType.IDENTIFIER else ""
+        if word in ("FUNCTION", "CONNECTOR") and not self._last(self._next):
+            self.raise_error(f"DESCRIBE {word} is not supported yet", token)
+        if word in ("STREAMS", "TABLES") and (self._last(self._next) or self._next.text.upper() == "EXTENDED"):
+            self._advance()
+            every: st.SourceKind = "STREAM" if word == "STREAMS" else "TABLE"
+            return st.Describe(name=None, every=every, extended=self._match_text_seq("EXTENDED"), **common)
+        name = self._name("a stream or table name")
+        return st.Describe(name=name, extended=self._match_text_seq("EXTENDED"), **common)
+
+    def _explain(self, common: dict[str, Any], ordinal: int) -> Any:
+        token = self._curr
+        if token is None:
+            self.raise_error("Expecting a statement or a query id after EXPLAIN")
+        word = token.text.upper() if token.token_type != TokenType.IDENTIFIER else ""
+        if self._last(self._next) and word not in ("SELECT", "SHOW", "LIST"):
+            return st.Explain(query_id=self._identifier_text("a query id"), **common)
+        if word == "EXPLAIN":
+            self.raise_error("Syntax error", token)
+        return st.Explain(statement=self._dispatch(ordinal), **common)
+
+    def _print(self, common: dict[str, Any]) -> Any:
+        if self._match(TokenType.STRING):
+            topic = self._prev.text
+        else:
+            topic = self._identifier_text("a topic name", keep_case=True)
+        from_beginning = self._match_text_seq("FROM", "BEGINNING")
+        interval = 1
+        if self._match_text_seq("INTERVAL") or self._match_text_seq("SAMPLE"):
+            interval = self._whole_number("INTERVAL")
+        limit = None
+        if self._match(TokenType.LIMIT):
+            limit = self._whole_number("LIMIT")
+        return st.PrintTopic(topic=topic, from_beginning=from_beginning, interval=interval, limit=limit, **common)
+
+    @staticmethod
+    def _last(token: Token | None) -> bool:
+        """Whether ``token`` is past the statement's end."""
+        return token is None or token.token_type in (TokenType.SEMICOLON, TokenType.SENTINEL)
+
+    def _whole_number(self, what: str) -> int:
+        if not self._match(TokenType.NUMBER) or not self._prev.text.isdigit():
+            self.raise_error(f"{what} takes a whole number", self._prev if self._prev else None)
+        return int(self._prev.text)
+
+    def _identifier_text(self, what: str, *, keep_case: bool = False) -> str:
+        """A name as written: quoted, or a word (upper-cased unless ``keep_case``)."""
+        token = self._curr
+        if token and token.token_type == TokenType.IDENTIFIER:
+            self._advance()
+            return token.text
+        if token and token.token_type not in (TokenType.STRING, TokenType.NUMBER) and re.fullmatch(r"[A-Za-z_0-9][A-Za-z0-9_@$.-]*", token.text):
+            self._advance()
+            text = token.text
+            # A topic name may have dashes and dots, which the tokenizer splits.
+            while keep_case and self._curr is not None and self._curr.start == self._prev.end + 1 and not self._last(self._curr) and self._curr.token_type != TokenType.STRING:
+                text += self._curr.text
+                self._advance()
+            return text if keep_case else text.upper()
+        self.raise_error(f"Expecting {what}")
 
     # -- parts -------------------------------------------------------------------------
 
@@ -463,7 +565,9 @@ class Ksql(Dialect):
         QUOTES = ["'"]
         IDENTIFIERS = ["`", '"']
         STRING_ESCAPES = ["'"]
-        KEYWORDS = {**Tokenizer.KEYWORDS, "BYTES": TokenType.VARBINARY}
+        KEYWORDS = {**Tokenizer.KEYWORDS, "BYTES": TokenType.VARBINARY, "EXPLAIN": TokenType.VAR}
+        # sqlglot reads the rest of a SHOW statement as one string; ksqlDB's are words.
+        COMMANDS = Tokenizer.COMMANDS - {TokenType.SHOW}
 
     Parser = KsqlParser
 

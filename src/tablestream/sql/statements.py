@@ -19,6 +19,13 @@ from tablestream.schema import SqlType
 
 __all__ = [
     "ColumnElement",
+    "Describe",
+    "Explain",
+    "ListKind",
+    "ListStatement",
+    "PrintTopic",
+    "RunScript",
+    "Terminate",
     "CreateAsSelect",
     "CreateSource",
     "DropSource",
@@ -232,3 +239,59 @@ class UnsetProperty(Statement):
     """``UNSET 'name'``."""
 
     name: str
+
+
+ListKind = Literal["STREAMS", "TABLES", "TOPICS", "QUERIES", "PROPERTIES"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListStatement(Statement):
+    """``SHOW|LIST STREAMS|TABLES|TOPICS|QUERIES|PROPERTIES [EXTENDED]`` (``SHOW ALL
+    TOPICS`` too: ``all_topics``)."""
+
+    what: ListKind
+    extended: bool = False
+    all_topics: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Describe(Statement):
+    """``DESCRIBE name [EXTENDED]``, or ``DESCRIBE STREAMS|TABLES [EXTENDED]``
+    (``name`` ``None``, ``every`` the kind)."""
+
+    name: Name | None
+    extended: bool = False
+    every: SourceKind | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Explain(Statement):
+    """``EXPLAIN statement`` (``statement`` set) or ``EXPLAIN query_id``."""
+
+    statement: Statement | None = None
+    query_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Terminate(Statement):
+    """``TERMINATE query_id`` or ``TERMINATE ALL`` (``query_id`` ``None``)."""
+
+    query_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrintTopic(Statement):
+    """``PRINT topic [FROM BEGINNING] [INTERVAL | SAMPLE n] [LIMIT n]``; ``topic`` as
+    written (a quoted name or an identifier, whose case Kafka topics keep)."""
+
+    topic: str
+    from_beginning: bool = False
+    interval: int = 1
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunScript(Statement):
+    """``RUN SCRIPT 'file.sql'``."""
+
+    path: str

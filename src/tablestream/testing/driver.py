@@ -112,8 +112,9 @@ class TestDriver:
         self._offsets: dict[tuple[str, int], int] = {}
         self._outputs: dict[str, list[tuple[bytes | None, bytes | None, int]]] = {}
         self._tables: dict[str, dict[Any, Any]] = {}
+        self._table_times: dict[str, dict[Any, int]] = {}
         self.processing_log: list[dict[str, Any]] = []
-        self._sink = _MemorySink(self._outputs, self._tables, self.processing_log)
+        self._sink = _MemorySink(self._outputs, self._tables, self.processing_log, self._table_times)
         self.sql: CompiledSql | None = None  # set by from_sql
         self._declared_partitions: dict[str, int] = {}
 
@@ -140,9 +141,12 @@ class TestDriver:
         [(7, {'URL': '/shop/cart'})]
         """
         from ..sql.compiler import compile_sql
+        from ..sql.pull import materialized_topology
 
         compiled = compile_sql(statements)
-        driver = cls(compiled.topology, **options)
+        # Every CREATE TABLE ... AS SELECT is queryable by its name, as in ksqlDB.
+        tables = {q.sink_topic: q.target for q in compiled.queries if q.id.startswith("CTAS_")}
+        driver = cls(materialized_topology(compiled.topology, tables), **options)
         driver.sql = compiled
         driver._declared_partitions.update(compiled.topics)
         read = {t for node in compiled.topology.sources for t in node.topics}
@@ -167,6 +171,41 @@ class TestDriver:
                 return self.create_output_topic(query.sink_topic)
         known = [q.id for q in self.sql.queries] + [q.target for q in self.sql.queries if q.target]
         raise KeyError(f"No SQL query or query output named '{name}' (known: {', '.join(known) or 'none'})")
+
+    def pull(self, statement: str) -> list[tuple[Any, ...]]:
+        """The rows of a pull query (``SELECT ... FROM table [WHERE ...]``, no ``EMIT``)
+        on a table the SQL statements keep (a ``CREATE TABLE ... AS SELECT``'s or a
+        ``CREATE SOURCE TABLE``), after the input piped so far; ksqlDB's errors
+        otherwise (see :mod:`tablestream.sql.pull`).
+
+        >>> with TestDriver.from_sql(                                           # doctest: +SKIP
+        ...     "CREATE STREAM s (id INT KEY, v STRING) WITH (kafka_topic='s', value_format='json');"
+        ...     "CREATE TABLE c AS SELECT v, COUNT(*) AS n FROM s GROUP BY v;"
+        ... ) as driver:
+        ...     driver.create_input_topic("s").pipe_input(1, {"V": "a"}, timestamp=5)
+        ...     driver.pull("SELECT v, n, ROWTIME FROM c WHERE v = 'a';")
+        [('a', 1, 5)]
+        """
+        from ..sql import statements as st
+        from ..sql.dialect import parse_script
+        from ..sql.errors import SqlError
+        from ..sql.pull import PullQuery
+
+        if self.sql is None:
+            raise KeyError("pull() runs pull queries on a driver made by TestDriver.from_sql()")
+        parsed = parse_script(statement)
+        if len(parsed) != 1 or not isinstance(parsed[0], st.SelectStatement) or parsed[0].query.emit == "CHANGES":
+            first = parsed[0] if parsed else None
+            raise SqlError(
+                "pull() takes one SELECT without EMIT CHANGES",
+                line=first.position.line if first else 1, column=first.position.column if first else 1,
+                statement=first.text if first else statement,
+            )
+        query = PullQuery.plan(parsed[0], statement, self.sql.sources, self.sql.queries, properties=self.sql.properties)
+        self.advance()
+        contents = self._tables.get(query.source.name, {})
+        times = self._table_times.get(query.source.name, {})
+        return query.evaluate_on([(_unhashable(k), v, times.get(k)) for k, v in contents.items()])
 
     # ---------------------------------------------------------------- topics
     def create_input_topic(self, topic: str, *, partitions: int | None = None) -> TestInputTopic:
@@ -281,10 +320,12 @@ class _MemorySink:
         outputs: dict[str, list[tuple[bytes | None, bytes | None, int]]],
         tables: dict[str, dict[Any, Any]],
         processing_log: list[dict[str, Any]],
+        times: dict[str, dict[Any, int]] | None = None,
     ):
         self.outputs = outputs
         self.tables = tables
         self.processing_log = processing_log
+        self.times = times if times is not None else {}
 
     def executor_writes(self, batch_id: int) -> None:
         """Every output comes to the driver's memory as rows."""
@@ -312,12 +353,15 @@ class _MemorySink:
             keys = [None if k is None else json.loads(k) for k in keys.to_pylist()]
         else:
             keys = keys.to_pylist()
-        for key, new in zip(keys, changes.column("new").to_pylist(), strict=True):
+        times = self.times.setdefault(store, {})
+        for key, new, ts in zip(keys, changes.column("new").to_pylist(), changes.column("ts").to_pylist(), strict=True):
             key = _hashable(key)
             if new is None:
                 contents.pop(key, None)
+                times.pop(key, None)
             else:
                 contents[key] = json.loads(new) if encoding.value_json else new
+                times[key] = ts
 
     def write_processing_log(self, entries: pa.Table, batch_id: int) -> None:
         self.processing_log.extend(entries.to_pylist())
@@ -428,6 +472,13 @@ def _hashable(key: Any) -> Any:
         return tuple(sorted((k, _hashable(v)) for k, v in key.items()))
     if isinstance(key, list):
         return tuple(_hashable(v) for v in key)
+    return key
+
+
+def _unhashable(key: Any) -> Any:
+    """A struct key back from :func:`_hashable`'s pairs."""
+    if isinstance(key, tuple) and key and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in key):
+        return {k: _unhashable(v) for k, v in key}
     return key
 
 
