@@ -16,11 +16,18 @@ from typing import Any, Literal
 
 from sqlglot import exp
 
+from tablestream.plan.expr import RECORD
 from tablestream.schema import Column, Schema
 from tablestream.sql.expressions import PSEUDO_TYPES, Field
 from tablestream.sql.statements import Position
 
-__all__ = ["Base", "Layout", "QueryInfo", "SourceInfo", "record_layout"]
+__all__ = ["Base", "Layout", "QueryInfo", "SourceInfo", "own", "record_layout"]
+
+
+def own(name: str) -> exp.Column:
+    """The record's own ``key``, ``value`` or ``rowtime`` in a plan node's SQL, qualified
+    (``record.key``) so that a value field of that name never stands for it."""
+    return exp.column(name, table=RECORD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,15 +41,14 @@ class Base:
     def whole(self) -> exp.Expr:
         """The struct (or bare value) itself."""
         if not self.path:
-            return exp.column(self.name)
+            return own(self.name) if self.name == "value" else exp.column(self.name)
         node: exp.Expr = exp.Column(this=exp.to_identifier(self.path[0], quoted=True), table=exp.to_identifier(self.name))
         for part in self.path[1:]:
             node = exp.Bracket(this=node, expressions=[exp.Literal.string(part)])
         return node
 
     def field(self, name: str) -> exp.Expr:
-        """One field of the struct. At the top of a row it is ``value.NAME`` (a bare
-        ``value`` would read a field called VALUE, as the runtime resolves names)."""
+        """One field of the struct. At the top of a row it is ``value.NAME``."""
         if not self.path:
             return exp.Column(this=exp.to_identifier(name, quoted=True), table=exp.to_identifier(self.name))
         return exp.Bracket(this=self.whole(), expressions=[exp.Literal.string(name)])
@@ -83,11 +89,11 @@ def record_layout(
         if f.role == "key":
             if not key:
                 return None
-            return exp.column("key") if single_key else exp.Bracket(this=exp.column("key"), expressions=[exp.Literal.string(f.name)])
+            return own("key") if single_key else exp.Bracket(this=own("key"), expressions=[exp.Literal.string(f.name)])
         if f.role == "value":
             return value.field(f.name) if wrapped else value.whole()
         if f.name == "ROWTIME" and key:
-            return exp.column("rowtime")
+            return own("rowtime")
         return None
 
     return Layout(fields, read)

@@ -28,7 +28,7 @@ from tablestream.errors import TablestreamError
 from tablestream.plan.topology import Topology
 from tablestream.schema import BIGINT, DOUBLE, INT, STRING, ArrayType, Column, DecimalType, SqlType
 from tablestream.sql import statements as st
-from tablestream.sql.catalog import Base, Layout, QueryInfo, SourceInfo
+from tablestream.sql.catalog import Base, Layout, QueryInfo, SourceInfo, own
 from tablestream.sql.dialect import node_position, parse_script
 from tablestream.sql.errors import SqlError
 from tablestream.sql.expressions import (
@@ -273,7 +273,6 @@ class SqlCompiler:
         key_format, value_format = self._formats(props, s.position, has_key=bool(key_columns), default_key="KAFKA")
         wrapped = self._wrapped(props, value_format, value_columns, s.position)
         self._check_key_format(key_format, key_columns, s.position)
-        self._check_names(key_columns, value_columns, s.position)
         partitions = self._partitions(props, topic, s.position, required=True)
         info = SourceInfo(
             name=name,
@@ -372,13 +371,6 @@ class SqlCompiler:
         if str(key_columns[0].type) not in _KAFKA_KEY_TYPES:
             raise self.error(position, f"Key format does not support schema. format: KAFKA, schema: [{shown}], reason: The 'KAFKA' format does not support type '{ksql_text(key_columns[0].type).split('(')[0].split('<')[0]}'")
 
-    def _check_names(self, key_columns: Sequence[Column], value_columns: Sequence[Column], position: st.Position) -> None:
-        # The runtime reads the record key as `key`; a value column of that name would
-        # stand for it.
-        for column in value_columns:
-            if key_columns and column.name.upper() == "KEY":
-                raise self.error(position, f"A value column named {column.name} beside key columns is not supported yet (rename it)")
-
     def _partitions(self, props, topic: str, position: st.Position, *, required: bool) -> int:
         given = props.get("PARTITIONS")
         if given is not None:
@@ -445,7 +437,6 @@ class SqlCompiler:
         key_columns = tuple(Column(c.name, self._declared(c)) for c in key)
         value_columns = tuple(Column(c.name, self._declared(c)) for c in values)
         self._check_key_format(key_format, key_columns, s.position)
-        self._check_names(key_columns, value_columns, s.position)
         wrapped = self._wrapped(props, value_format, value_columns, s.position)
         partitions = self._partitions(props, topic, s.position, required=False) if "PARTITIONS" in props else leftmost.partitions or 1
         info = SourceInfo(
@@ -798,12 +789,8 @@ class SqlCompiler:
             raise self.error(column.node, f"Duplicate value columns found in schema: `{duplicate}` {ksql_text(self._declared(column))}")
         value_sql = _struct(values) if wrapped else values[0].typed.spark
         if rel.kind == "STREAM":
-            # A record without a value (a tombstone) stays one, as in ksqlDB. The runtime
-            # reads a bare `value` as a value column called VALUE when there is one.
-            shadowed = [f for f in rel.layout.fields if f.role == "value" and f.name.upper() == "VALUE" and len(rel.sources) == 1]
-            if shadowed and not _identity(values, rel, wrapped):
-                raise self.error(None, f"A projection of a stream whose value has a column named {shadowed[0].name} is not supported yet (rename the column)")
-            value_sql = exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("value"), expression=exp.Null()), true=exp.Null())], default=value_sql)
+            # A record without a value (a tombstone) stays one, as in ksqlDB.
+            value_sql = exp.Case(ifs=[exp.If(this=exp.Is(this=own("value"), expression=exp.Null()), true=exp.Null())], default=value_sql)
         same_key = _same_key(key, rel)
         if rel.kind == "TABLE":
             if not same_key:
@@ -836,7 +823,7 @@ class SqlCompiler:
     def _join_key(self, items, key_nodes, key_type: SqlType, synthetic: Field | None, scope: Scope, target, persistent: bool, q: st.Query) -> list[OutColumn]:
         """The key column of a join's result: the first projection item that is one of
         the join expressions (``key_nodes``), or the synthetic ROWKEY of a FULL join."""
-        key = Typed(exp.column("key"), key_type)
+        key = Typed(own("key"), key_type)
         forms = [_canonical(n, scope) for n in key_nodes]
         chosen: OutColumn | None = None
         for item in items:
@@ -998,12 +985,12 @@ class SqlCompiler:
             stream = left.facade.select_key(_sql(left_typed.spark))
         method = stream.join if join.kind == "INNER" else stream.left_join
         joined = method(right.facade, _JOINER, strict=True)
-        key = exp.column("key")
+        key = own("key")
         key_reads: dict[Field, exp.Expr] = {right_key: key}
         if isinstance(left_expr, exp.Column):
             key_reads[self.translator(left.scope("JOIN ON")).resolve(left_expr)] = key
         # A stream-table join's result has the stream record's timestamp.
-        key_reads.update({f: exp.column("rowtime") for f in left.layout.fields if f.role == "pseudo" and f.name == "ROWTIME"})
+        key_reads.update({f: own("rowtime") for f in left.layout.fields if f.role == "pseudo" and f.name == "ROWTIME"})
         present = {"R": _present("R")} if join.kind == "LEFT" else {}
         layout = self._joined_layout(left, right, key_reads, present)
         rel = Rel(joined, "STREAM", layout, (*left.sources, *right.sources), True, (key,))
@@ -1028,12 +1015,10 @@ class SqlCompiler:
         (``V_<name>``) and its key columns (``K_<name>``), so a join still reads both."""
         read = rel.layout.reader(Base("value"))
         values = [f for f in rel.layout.fields if f.role == "value"]
-        if any(f.name.upper() == "VALUE" for f in values):
-            raise self.error(None, "A stream whose value has a column named VALUE cannot keep its key columns through a re-keying join yet (rename the column)")
         members = [(f"V_{f.name}", read(f)) for f in values] + [(f"K_{f.name}", read(f)) for f in keys]
         struct = exp.Anonymous(this="struct", expressions=[exp.Alias(this=e, alias=exp.to_identifier(n, quoted=True)) for n, e in members])
         # A record without a value stays one (the join drops it).
-        value_sql = exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("value"), expression=exp.Null()), true=exp.Null())], default=struct)
+        value_sql = exp.Case(ifs=[exp.If(this=exp.Is(this=own("value"), expression=exp.Null()), true=exp.Null())], default=struct)
         facade = rel.facade.map((_sql(key_sql), _sql(value_sql)))
 
         def carried(f: Field, value: Base, key: bool) -> exp.Expr | None:
@@ -1041,7 +1026,7 @@ class SqlCompiler:
                 return value.field(f"V_{f.name}")
             if f.role == "key":
                 return value.field(f"K_{f.name}")
-            return exp.column("rowtime") if f.name == "ROWTIME" and key else None
+            return own("rowtime") if f.name == "ROWTIME" and key else None
 
         return Rel(facade, rel.kind, Layout(rel.layout.fields, carried), rel.sources, rel.qualify)
 
@@ -1055,7 +1040,7 @@ class SqlCompiler:
         else:
             joined = left.facade.outer_join(right.facade, _JOINER)
         present = {"INNER": {}, "LEFT": {"R": _present("R")}, "RIGHT": {"L": _present("L")}, "FULL": {"L": _present("L"), "R": _present("R")}}[join.kind]
-        key = exp.column("key")
+        key = own("key")
         layout = self._joined_layout(left, right, {left_key: key, right_key: key}, present)
         if join.kind == "FULL":
             # Either side's key may be missing: the key is a column of its own, ROWKEY.
@@ -1076,8 +1061,8 @@ class SqlCompiler:
         fk_scope = Scope(left.layout.fields, left.layout.reader(Base("value", ("L",))), clause="SELECT", qualify=True)
         fk_read = self.translator(fk_scope).typed(left_expr).spark
         present = {"R": _present("R")} if join.kind == "LEFT" else {}
-        layout = self._joined_layout(left, right, {left_key: exp.column("key"), right_key: fk_read}, present)
-        rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (exp.column("key"),))
+        layout = self._joined_layout(left, right, {left_key: own("key"), right_key: fk_read}, present)
+        rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (own("key"),))
         return rel, [_column_node(left_key)], left_key.type, None
 
     # -- aggregation -------------------------------------------------------------------
@@ -1128,9 +1113,9 @@ class SqlCompiler:
         members = any(_has_members(spec) for spec in specs)
         wrapped = len(specs) + (0 if members else 1) > 1
         names = [n if n is not None else (ksql_name(g[0].this) if isinstance(g[0], exp.Column) else f"KSQL_COL_{i}") for i, (n, g) in enumerate(zip(key_names, groups, strict=True))]
-        agg_reads = [Typed(Base("value").field(f"A{i}") if wrapped else exp.column("value"), spec[2]) for i, spec in enumerate(specs)]
+        agg_reads = [Typed(Base("value").field(f"A{i}") if wrapped else own("value"), spec[2]) for i, spec in enumerate(specs)]
         group_reads = [
-            Typed(exp.column("key") if len(groups) == 1 else exp.Bracket(this=exp.column("key"), expressions=[exp.Literal.string(n)]), g[1].type)
+            Typed(own("key") if len(groups) == 1 else exp.Bracket(this=own("key"), expressions=[exp.Literal.string(n)]), g[1].type)
             for n, g in zip(names, groups, strict=True)
         ]
         call_forms = [f for _, f in calls]
