@@ -21,7 +21,8 @@ __all__ = ["RECORD", "Expr", "ExprRef", "KeyValueExpr", "SqlExpr", "record_colum
 
 #: The qualifier of the record's own columns in SQL: ``record.key``, ``record.value`` and
 #: ``record.rowtime`` name the record key, value and timestamp even where the value has
-#: a field called ``key``, ``value`` or ``rowtime`` (which the bare names then read).
+#: a field called ``key``, ``value`` or ``rowtime`` (which the bare names then read);
+#: ``record.partition`` and ``record.offset`` a stream record's source partition and offset.
 RECORD = "record"
 
 

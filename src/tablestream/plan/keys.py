@@ -33,6 +33,7 @@ from tablestream.plan.errors import JoinTypeError
 from tablestream.plan.expr import RECORD, Expr, ExprRef, KeyValueExpr, SqlExpr, record_column
 from tablestream.schema import (
     BIGINT,
+    INT,
     PrimitiveType,
     Schema,
     SqlType,
@@ -224,6 +225,8 @@ def _sql_type(tree: exp.Expr, node_of: NodeOf, name: str) -> SqlType | None:
     table = tree.table.lower() if tree.table else ""
     value = value_type(node_of, name)
     if table == RECORD:
+        if field in ("partition", "offset"):
+            return INT if field == "partition" else BIGINT
         table = ""  # the record's own column (below), never a field of the value
     elif not table and isinstance(value, StructType) and any(f.name.lower() == field for f in value.fields):
         table = "value"  # a field of the value takes the bare name, as at run time

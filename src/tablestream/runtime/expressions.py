@@ -4,7 +4,9 @@ Spark Columns as they are, Python callables as vectorized Arrow UDFs.
 In a SQL expression, ``key`` is the record key, ``value`` the whole value, ``rowtime``
 the record timestamp (epoch ms), and any other name a field of the value (a struct); a
 field of the value named ``key``, ``value`` or ``rowtime`` takes the bare name, and
-``record.key``, ``record.value`` and ``record.rowtime`` always name the record's own.
+``record.key``, ``record.value`` and ``record.rowtime`` always name the record's own;
+``record.partition`` and ``record.offset`` are a stream record's source partition and
+offset.
 The same expression is evaluated against a table's old and new rows by pointing
 ``value`` at ``old`` or ``new``.
 
@@ -117,7 +119,8 @@ def sql_column(
     :func:`udf_key`)."""
     fields = {f.lower(): f for f in shape.fields}
 
-    own = {"key": key, "value": value, "rowtime": ts}
+    # The record's own columns; its partition and offset are the ordering key's.
+    own = {"key": key, "value": value, "rowtime": ts, "partition": "o_part", "offset": "o_off"}
 
     def rewrite(node: exp.Expression) -> exp.Expression:
         if not isinstance(node, exp.Column):
@@ -125,7 +128,7 @@ def sql_column(
         if node.table.lower() == RECORD and not node.args.get("db"):
             column = own.get(node.name.lower())
             if column is None:
-                raise ExpressionError(f"{describe(expr)}: unknown column '{node.sql()}' (the record's are {RECORD}.key, {RECORD}.value and {RECORD}.rowtime)")
+                raise ExpressionError(f"{describe(expr)}: unknown column '{node.sql()}' (the record's are {', '.join(f'{RECORD}.{n}' for n in own)})")
             return exp.column(column)
         if node.table:
             return node

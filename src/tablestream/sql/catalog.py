@@ -75,9 +75,12 @@ def record_layout(
     key_columns: tuple[Column, ...],
     value_columns: tuple[Column, ...],
     wrapped: bool,
+    *,
+    positions: bool = False,
 ) -> Layout:
     """The layout of a stream or table read from its topic (a source, or the output of
-    a query read by the next one)."""
+    a query read by the next one). ``positions``: its records carry their topic's
+    partition and offset (ROWPARTITION, ROWOFFSET)."""
     fields = tuple(
         [Field(alias, c.name, c.type, "key") for c in key_columns]
         + [Field(alias, c.name, c.type, "value") for c in value_columns]
@@ -94,6 +97,8 @@ def record_layout(
             return value.field(f.name) if wrapped else value.whole()
         if f.name == "ROWTIME" and key:
             return own("rowtime")
+        if positions and key:
+            return own("partition" if f.name == "ROWPARTITION" else "offset")
         return None
 
     return Layout(fields, read)
@@ -122,6 +127,7 @@ class SourceInfo:
     query_id: str | None = None
     facade: Any = None
     inherited_key_format: str | None = None  # what a query of it inherits (a FORMAT of a keyless stream)
+    written: bool = False  # INSERT INTO queries write it (its readers read them directly)
 
     @property
     def key_schema(self) -> str | None:
@@ -151,7 +157,10 @@ class SourceInfo:
         return ", ".join(keys + values)
 
     def layout(self, alias: str) -> Layout:
-        return record_layout(alias, self.key_columns, self.value_columns, self.wrapped)
+        # A declared stream's records are its topic's (a query's output is read from
+        # the query itself, so its records keep their sources' positions).
+        positions = self.kind == "STREAM" and self.query_id is None and not self.written
+        return record_layout(alias, self.key_columns, self.value_columns, self.wrapped, positions=positions)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from tablestream.sql.catalog import Base, Layout, QueryInfo, SourceInfo, own
 from tablestream.sql.dialect import node_position, parse_script
 from tablestream.sql.errors import SqlError
 from tablestream.sql.expressions import (
+    PSEUDO_COLUMNS,
     Field,
     Scope,
     Translator,
@@ -59,6 +60,9 @@ _KNOWN = _SUPPORTED | {
 _KSQL_FORMATS = ("AVRO", "DELIMITED", "JSON", "JSON_SR", "KAFKA", "NONE", "PROTOBUF", "PROTOBUF_NOSR")
 _READABLE_FORMATS = ("AVRO", "DELIMITED", "JSON", "KAFKA")
 _KAFKA_KEY_TYPES = ("INT", "BIGINT", "DOUBLE", "STRING", "BYTES")
+# SET 'tablestream.auto.repartition'='true': joins repartition instead of refusing
+# sources whose partition counts differ.
+AUTO_REPARTITION = "tablestream.auto.repartition"
 _JOIN_TYPES = {"INNER": "[INNER] JOIN", "LEFT": "LEFT [OUTER] JOIN", "RIGHT": "RIGHT [OUTER] JOIN", "FULL": "[FULL] OUTER JOIN"}
 
 
@@ -147,10 +151,14 @@ class Rel:
     qualify: bool = False
     key_reads: tuple[exp.Expr, ...] = ()
     key_names: tuple[str, ...] = ()
+    partitions: int | None = None  # of a join's result (a source's: its topic's)
 
     def derive(self, facade: Any) -> Rel:
         """The same relation after an operation that keeps its columns and key."""
-        return Rel(facade, self.kind, self.layout, self.sources, self.qualify, self.key_reads, self.key_names)
+        return Rel(facade, self.kind, self.layout, self.sources, self.qualify, self.key_reads, self.key_names, self.partitions)
+
+    def partition_count(self) -> int | None:
+        return self.partitions if len(self.sources) > 1 else self.sources[0][1].partitions
 
     def scope(self, clause: str) -> Scope:
         return Scope(self.layout.fields, self.layout.reader(Base("value")), clause=clause, qualify=self.qualify)
@@ -478,6 +486,7 @@ class SqlCompiler:
         self._sink(facade, target)
         # Later readers see the records of every writer.
         target.facade = self._facade(target).merge(facade)
+        target.written = True
         self.result.queries.append(QueryInfo(query_id, target.topic, target.name, s.text, sources=_names(rel)))
 
     def _select(self, s: st.SelectStatement) -> None:
@@ -659,12 +668,12 @@ class SqlCompiler:
 
     # -- projection --------------------------------------------------------------------
 
-    def _items(self, rel: Rel, q: st.Query, translate: Callable[[exp.Expr], Typed], *, join: bool, star_values_first: bool = False) -> list[OutColumn]:
+    def _items(self, rel: Rel, q: st.Query, translate: Callable[[exp.Expr], Typed], *, join: bool, persistent: bool, star_values_first: bool = False) -> list[OutColumn]:
         """The projection's columns, named as ksqlDB names them."""
         out: list[OutColumn] = []
         generated = _AliasGenerator(rel.layout.fields)
         visible = [f for f in rel.layout.fields if f.role != "pseudo"]
-        clashing = {f.name for f in visible if sum(1 for g in visible if g.name == f.name) > 1}
+        clashing = {f.name for f in rel.layout.fields if sum(1 for g in rel.layout.fields if g.name == f.name) > 1}
         sources = {f.source for f in rel.layout.fields}
         for item in q.select:
             if isinstance(item, st.SelectStar):
@@ -698,12 +707,22 @@ class SqlCompiler:
                 name = generated.field(ksql_name(inner.expression))
             else:
                 name = generated.next()
+            if persistent:
+                self._check_reserved(item, name)
             out.append(OutColumn(name, translate(inner), inner, as_value=as_value, order=len(out)))
         return out
 
+    def _check_reserved(self, item: st.SelectColumn, name: str) -> None:
+        """A persistent query's columns cannot take a pseudo-column's name."""
+        if name not in PSEUDO_COLUMNS:
+            return
+        if item.alias is not None:
+            raise self.error(item.alias.position, f"`{name}` is a reserved column name. You cannot use it as an alias for a column")
+        raise self.error(item.expression, f"Reserved column name in select: `{name}`. Please remove or alias the column")
+
     def _project(self, rel: Rel, q: st.Query, target: str | None, persistent: bool) -> tuple[Rel, list[OutColumn], list[OutColumn]]:
         translator = self.translator(rel.scope("SELECT"))
-        items = self._items(rel, q, translator.typed, join=False, star_values_first=bool(q.partition_by))
+        items = self._items(rel, q, translator.typed, join=False, persistent=persistent, star_values_first=bool(q.partition_by))
         if not q.partition_by:
             scope = rel.scope("SELECT")
             key_nodes: list[exp.Expr] = [_column_node(f) for f in rel.layout.fields if f.role == "key"]
@@ -818,7 +837,7 @@ class SqlCompiler:
 
         def project(rel: Rel, q: st.Query, target: str | None, persistent: bool) -> tuple[Rel, list[OutColumn], list[OutColumn]]:
             scope = rel.scope("SELECT")
-            items = self._items(rel, q, self.translator(scope).typed, join=True)
+            items = self._items(rel, q, self.translator(scope).typed, join=True, persistent=persistent)
             assert key_type is not None
             keys = self._join_key(items, key_nodes, key_type, synthetic, scope, target, persistent, q)
             return rel, keys, [c for c in items if not c.key or c.as_value]
@@ -909,16 +928,18 @@ class SqlCompiler:
             if not on_right_key:
                 raise self.error(on, f"Invalid join condition: stream-table joins require to join on the table's primary key. Got {shown}")
             self._join_types(on, (left_expr, left_typed), (right_expr, right_typed), flipped, scope)
-            self._copartitioned(join, *pair)
+            # A stream is repartitioned to its table's count: a table's partitions are
+            # its state's, a stream's records only pass through.
+            to, _ = self._copartitioned(join, *pair, left.partition_count(), smaller_only=False)
             assert right_key is not None
-            return self._stream_table(left, left_keys, right, join, left_expr, left_typed, on_left_key, right_key, q)
+            return self._stream_table(left, left_keys, right, join, left_expr, left_typed, on_left_key, right_key, q, to)
         if not on_right_key:
             raise self.error(on, f"Invalid join condition: table-table joins require to join on the primary key of the right input table. Got {shown}")
         assert right_key is not None
         self._join_types(on, (left_expr, left_typed), (right_expr, right_typed), flipped, scope)
         if on_left_key:
-            self._copartitioned(join, *pair)
-            return self._table_table(left, left_keys, right, join, right_key)
+            counts = self._copartitioned(join, *pair, left.partition_count(), smaller_only=True)
+            return self._table_table(left, left_keys, right, join, right_key, counts)
         if join.kind == "RIGHT":
             raise self.error(join.position, "RIGHT OUTER JOIN on a foreign key is not supported")
         if join.kind == "FULL":
@@ -967,14 +988,26 @@ class SqlCompiler:
             f"{format_expression(second[0], scope)}{{{ksql_text(second[1].type)}}}",
         )
 
-    def _copartitioned(self, join: st.Join, left: tuple[str, SourceInfo], right: tuple[str, SourceInfo]) -> None:
-        (left_alias, left_info), (right_alias, right_info) = left, right
-        if left_info.partitions is None or right_info.partitions is None or left_info.partitions == right_info.partitions:
-            return
+    def _copartitioned(
+        self, join: st.Join, left: tuple[str, SourceInfo], right: tuple[str, SourceInfo], left_count: int | None,
+        *, smaller_only: bool,
+    ) -> tuple[int | None, int | None]:
+        """ksqlDB's co-partitioning check of a join's sources. With
+        ``tablestream.auto.repartition`` set, the partition counts the left and the right
+        are repartitioned to instead (``None``: as they are): the one with fewer
+        partitions to the other's count, or (``smaller_only`` false) the left always."""
+        (left_alias, _), (right_alias, right_info) = left, right
+        right_count = right_info.partitions
+        if left_count is None or right_count is None or left_count == right_count:
+            return None, None
+        if str(self.result.properties.get(AUTO_REPARTITION, "false")).strip().lower() == "true":
+            if smaller_only and left_count > right_count:
+                return None, left_count
+            return right_count, None
         raise self.error(
             join.position,
             f"Can't join `{left_alias}` with `{right_alias}` since the number of partitions don't match. "
-            f"`{left_alias}` partitions = {left_info.partitions}; `{right_alias}` partitions = {right_info.partitions}. "
+            f"`{left_alias}` partitions = {left_count}; `{right_alias}` partitions = {right_count}. "
             "Please repartition either one so that the number of partitions match",
         )
 
@@ -1014,7 +1047,7 @@ class SqlCompiler:
 
         return Layout(fields, read)
 
-    def _stream_table(self, left: Rel, left_keys: list[exp.Expr], right: Rel, join: st.Join, left_expr: exp.Expr, left_typed: Typed, on_left_key: bool, right_key: Field, q: st.Query):
+    def _stream_table(self, left: Rel, left_keys: list[exp.Expr], right: Rel, join: st.Join, left_expr: exp.Expr, left_typed: Typed, on_left_key: bool, right_key: Field, q: st.Query, to: int | None):
         key = own("key")
         key_reads: dict[Field, exp.Expr] = {right_key: key}
         keys = [f for f in left.layout.fields if f.role == "key"]
@@ -1031,6 +1064,8 @@ class SqlCompiler:
             if isinstance(left_expr, exp.Column):
                 key_reads[self.translator(left.scope("JOIN ON")).resolve(left_expr)] = key
             key_nodes = [left_expr, _column_node(right_key)]
+        if to is not None:
+            stream = stream.repartition(partitions=to)
         method = stream.join if join.kind == "INNER" else stream.left_join
         joined = method(right.facade, _JOINER, strict=True)
         # A stream-table join's result has the stream record's timestamp.
@@ -1038,7 +1073,7 @@ class SqlCompiler:
         key_reads.update({f: own("rowtime") for f in left.layout.fields if f.role == "pseudo" and f.name == "ROWTIME" and f.source in streams})
         optional = {"R"} if join.kind == "LEFT" else set()
         layout = self._joined_layout(left, right, key_reads, optional, left_keyed=left_keyed)
-        rel = Rel(joined, "STREAM", layout, (*left.sources, *right.sources), True, (key,))
+        rel = Rel(joined, "STREAM", layout, (*left.sources, *right.sources), True, (key,), partitions=to or left.partition_count())
         return rel, key_nodes, right_key.type, None
 
     def _uses(self, q: st.Query, fields: list[Field], rel: Rel) -> bool:
@@ -1073,17 +1108,24 @@ class SqlCompiler:
             # A pseudo-column: the re-keying keeps the record's timestamp and position.
             return rel.layout.read(f, Base("value"), True) if f.role == "pseudo" and key else None
 
-        return Rel(facade, rel.kind, Layout(rel.layout.fields, reads), rel.sources, rel.qualify)
+        return Rel(facade, rel.kind, Layout(rel.layout.fields, reads), rel.sources, rel.qualify, partitions=rel.partition_count())
 
-    def _table_table(self, left: Rel, left_keys: list[exp.Expr], right: Rel, join: st.Join, right_key: Field):
+    def _table_table(self, left: Rel, left_keys: list[exp.Expr], right: Rel, join: st.Join, right_key: Field, counts: tuple[int | None, int | None]):
+        # A table repartitioned for the join: its changes through a repartition topic
+        # of the other's count, read back as a table.
+        facades = [
+            rel.facade if to is None else rel.facade.to_stream().repartition(partitions=to).to_table()
+            for rel, to in zip((left, right), counts, strict=True)
+        ]
         if join.kind == "INNER":
-            joined = left.facade.join(right.facade, _JOINER)
+            joined = facades[0].join(facades[1], _JOINER)
         elif join.kind == "LEFT":
-            joined = left.facade.left_join(right.facade, _JOINER)
+            joined = facades[0].left_join(facades[1], _JOINER)
         elif join.kind == "RIGHT":
-            joined = right.facade.left_join(left.facade, "struct(right AS L, left AS R)")
+            joined = facades[1].left_join(facades[0], "struct(right AS L, left AS R)")
         else:
-            joined = left.facade.outer_join(right.facade, _JOINER)
+            joined = facades[0].outer_join(facades[1], _JOINER)
+        count = max((c for c in (left.partition_count(), right.partition_count()) if c is not None), default=None)
         optional = {"INNER": set(), "LEFT": {"R"}, "RIGHT": {"L"}, "FULL": {"L", "R"}}[join.kind]
         key = own("key")
         layout = self._joined_layout(left, right, {right_key: key}, optional, left_keyed=True)
@@ -1093,9 +1135,9 @@ class SqlCompiler:
             rowkey = Field("", _synthetic_name(layout.fields), key_type, "key")
             sides = layout
             layout = Layout((rowkey, *sides.fields), lambda f, v, k: (key if k else None) if f == rowkey else sides.read(f, v, k))
-            rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (key,))
+            rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (key,), partitions=count)
             return rel, [exp.column(rowkey.name)], key_type, rowkey
-        rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (key,))
+        rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (key,), partitions=count)
         right_node = _column_node(right_key)
         return rel, [right_node, *left_keys] if join.kind == "RIGHT" else [*left_keys, right_node], key_type, None
 
@@ -1108,7 +1150,7 @@ class SqlCompiler:
         fk_read = self.translator(fk_scope).typed(left_expr).spark
         optional = {"R"} if join.kind == "LEFT" else set()
         layout = self._joined_layout(left, right, {right_key: fk_read}, optional, left_keyed=True)
-        rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (own("key"),))
+        rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (own("key"),), partitions=left.partition_count())
         return rel, [_column_node(left_key)], left_key.type, None
 
     # -- aggregation -------------------------------------------------------------------
@@ -1145,6 +1187,8 @@ class SqlCompiler:
                 name = generated.field(ksql_name(inner.expression))
             else:
                 name = generated.next()
+            if persistent:
+                self._check_reserved(item, name)
             form = _canonical(inner, scope)
             index = group_forms.index(form) if not as_value and form in group_forms else None
             if index is not None:
