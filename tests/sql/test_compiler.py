@@ -123,7 +123,7 @@ def test_where_and_projection_are_a_filter_and_a_map_values():
     assert where.predicate == SqlExpr("value.`MS` > 10")
     assert isinstance(project, MapValues)
     assert project.mapper == SqlExpr(
-        "CASE WHEN value IS NULL THEN NULL ELSE "
+        "CASE WHEN record.value IS NULL THEN NULL ELSE "
         "STRUCT(UPPER(value.`URL`) AS `U`, CAST(value.`MS` DIV 2 AS INT) AS `HALF`) END"
     )
     assert isinstance(sink, ToTopic) and (sink.key_schema, sink.value_schema) == ("BIGINT", "U STRING, HALF INT")
@@ -134,7 +134,7 @@ def test_partition_by_moves_the_columns_to_the_key():
     assert isinstance(rekey, Map)
     assert (rekey.mapper.key, rekey.mapper.value) == (
         SqlExpr("value.`URL`"),
-        SqlExpr("CASE WHEN value IS NULL THEN NULL ELSE STRUCT(value.`MS` AS `MS`, key AS `USER_ID`) END"),
+        SqlExpr("CASE WHEN record.value IS NULL THEN NULL ELSE STRUCT(value.`MS` AS `MS`, record.key AS `USER_ID`) END"),
     )
     assert (sink.topic, sink.key_schema, sink.value_schema) == ("BY_URL", "STRING", "MS INT, USER_ID BIGINT")
 
@@ -145,7 +145,7 @@ def test_stream_table_join_rekeys_the_stream_and_is_strict():
     assert (join.kind, join.strict, join.joiner) == ("inner", True, SqlExpr("struct(left AS L, right AS R)"))
     assert not any(isinstance(n, SelectKey) for n in nodes)  # joined on the stream's key
     project = next(n for n in nodes if isinstance(n, MapValues))
-    assert project.mapper == SqlExpr("CASE WHEN value IS NULL THEN NULL ELSE STRUCT(value.`R`['NAME'] AS `NAME`) END")
+    assert project.mapper == SqlExpr("CASE WHEN record.value IS NULL THEN NULL ELSE STRUCT(value.`R`['NAME'] AS `NAME`) END")
 
 
 def test_foreign_key_join():
@@ -164,7 +164,7 @@ def test_foreign_key_join():
 def test_seed_002_cast_join():
     compiled = compile_sql((DATA / "seed_002_cast_join.sql").read_text())
     select_key = next(n for n in compiled.topology.nodes if isinstance(n, SelectKey))
-    assert select_key.selector == SqlExpr("CAST(key AS BIGINT)")
+    assert select_key.selector == SqlExpr("CAST(record.key AS BIGINT)")
     assert [(q.id, q.columns) for q in compiled.queries] == [("transient_CLICKS_0", ("URL", "FULLNAME"))]
 
 

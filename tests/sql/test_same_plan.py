@@ -81,8 +81,8 @@ def test_stream_table_join_of_seed_002():
     clicks = builder.stream("clickstream", value_schema="USERID BIGINT, URL STRING")
     users = builder.table("users", key_schema="BIGINT", value_schema="FULLNAME STRING")
     clicks.select_key("userId").join(users, "struct(left AS L, right AS R)", strict=True).map_values(
-        "CASE WHEN value IS NULL THEN NULL "
-        "ELSE struct(key AS USERID, value.L.URL AS URL, value.R.FULLNAME AS FULLNAME) END"
+        "CASE WHEN record.value IS NULL THEN NULL "
+        "ELSE struct(record.key AS USERID, value.L.URL AS URL, value.R.FULLNAME AS FULLNAME) END"
     ).to("transient_C_0", key_schema="BIGINT", value_schema="USERID BIGINT, URL STRING, FULLNAME STRING")
     assert same((DATA / "seed_002_clicks_users_join.sql").read_text(), builder) == """\
 Topologies:
@@ -209,7 +209,7 @@ def test_partition_by_of_seed_002():
     sql += (DATA / "seed_002_products_partition_by.sql").read_text()
     builder = StreamsBuilder()
     products = builder.stream("products", key_schema="INT", value_schema="PRODUCT_ID STRING, NAME STRING")
-    products.map(("product_id", "CASE WHEN value IS NULL THEN NULL ELSE struct(value.NAME AS NAME, key AS ID) END")).to(
+    products.map(("product_id", "CASE WHEN record.value IS NULL THEN NULL ELSE struct(value.NAME AS NAME, record.key AS ID) END")).to(
         "PRODUCTS_REKEYED", key_schema="STRING", value_schema="NAME STRING, ID INT"
     )
     assert same(sql, builder) == """\

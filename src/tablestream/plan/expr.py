@@ -17,7 +17,25 @@ from sqlglot.errors import ParseError, SqlglotError
 
 from tablestream.plan.errors import InvalidExpressionError
 
-__all__ = ["Expr", "ExprRef", "KeyValueExpr", "SqlExpr"]
+__all__ = ["RECORD", "Expr", "ExprRef", "KeyValueExpr", "SqlExpr", "record_column"]
+
+#: The qualifier of the record's own columns in SQL: ``record.key``, ``record.value`` and
+#: ``record.rowtime`` name the record key, value and timestamp even where the value has
+#: a field called ``key``, ``value`` or ``rowtime`` (which the bare names then read);
+#: ``record.partition`` and ``record.offset`` a stream record's source partition and offset.
+RECORD = "record"
+
+
+def record_column(tree: exp.Expr) -> str | None:
+    """``key``, ``value`` or ``rowtime`` when ``tree`` names that column of the record
+    (``record.key``, or the bare ``key``), else ``None``. A bare name may also be a field
+    of the value: only the runtime, which knows the value's fields, can tell."""
+    if not isinstance(tree, exp.Column) or tree.args.get("db") is not None:
+        return None
+    name = tree.name.lower()
+    if name not in ("key", "value", "rowtime") or tree.table.lower() not in ("", RECORD):
+        return None
+    return name
 
 _SQLGLOT_CLASS = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
 

@@ -30,9 +30,10 @@ from tablestream.errors import SchemaError
 from tablestream.plan import aggregate, joins, sources, stateless
 from tablestream.plan.base import PlanNode
 from tablestream.plan.errors import JoinTypeError
-from tablestream.plan.expr import Expr, ExprRef, KeyValueExpr, SqlExpr
+from tablestream.plan.expr import RECORD, Expr, ExprRef, KeyValueExpr, SqlExpr, record_column
 from tablestream.schema import (
     BIGINT,
+    INT,
     PrimitiveType,
     Schema,
     SqlType,
@@ -201,7 +202,7 @@ def expression_type(expr: Expr, node_of: NodeOf, name: str) -> KeyType:
         return KeyType("json" if expr.kind == "callable" else "computed", of=key_type(node_of, name).of)
     key = key_type(node_of, name)
     tree = expr.tree()
-    if key.form == "undeclared" and isinstance(tree, exp.Column) and not tree.table and tree.name.lower() == "key":
+    if key.form == "undeclared" and record_column(tree) == "key":
         return KeyType("undeclared", of=key.of)  # the key as it is
     t = _sql_type(tree, node_of, name)
     return KeyType("computed", of=key.of) if t is None else KeyType("declared", t, key.of)
@@ -223,6 +224,12 @@ def _sql_type(tree: exp.Expr, node_of: NodeOf, name: str) -> SqlType | None:
     field = tree.name.lower()
     table = tree.table.lower() if tree.table else ""
     value = value_type(node_of, name)
+    if table == RECORD:
+        if field in ("partition", "offset"):
+            return INT if field == "partition" else BIGINT
+        table = ""  # the record's own column (below), never a field of the value
+    elif not table and isinstance(value, StructType) and any(f.name.lower() == field for f in value.fields):
+        table = "value"  # a field of the value takes the bare name, as at run time
     if not table:
         if field == "key":
             key = key_type(node_of, name)

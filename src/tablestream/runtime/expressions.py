@@ -2,7 +2,11 @@
 Spark Columns as they are, Python callables as vectorized Arrow UDFs.
 
 In a SQL expression, ``key`` is the record key, ``value`` the whole value, ``rowtime``
-the record timestamp (epoch ms), and any other name a field of the value (a struct).
+the record timestamp (epoch ms), and any other name a field of the value (a struct); a
+field of the value named ``key``, ``value`` or ``rowtime`` takes the bare name, and
+``record.key``, ``record.value`` and ``record.rowtime`` always name the record's own;
+``record.partition`` and ``record.offset`` are a stream record's source partition and
+offset.
 The same expression is evaluated against a table's old and new rows by pointing
 ``value`` at ``old`` or ``new``.
 
@@ -35,7 +39,7 @@ from pyspark.sql.types import BooleanType, DataType, StringType, StructField, St
 from sqlglot import exp
 
 from ..errors import TablestreamError
-from ..plan.expr import Expr, SqlExpr
+from ..plan.expr import RECORD, Expr, SqlExpr
 from ..storage.formats.spark_types import ksql_type_name
 from ..storage.undeclared import undeclared_key
 from .careful import CarefulForm, careful_form
@@ -115,8 +119,18 @@ def sql_column(
     :func:`udf_key`)."""
     fields = {f.lower(): f for f in shape.fields}
 
+    # The record's own columns; its partition and offset are the ordering key's.
+    own = {"key": key, "value": value, "rowtime": ts, "partition": "o_part", "offset": "o_off"}
+
     def rewrite(node: exp.Expression) -> exp.Expression:
-        if not isinstance(node, exp.Column) or node.table:
+        if not isinstance(node, exp.Column):
+            return node
+        if node.table.lower() == RECORD and not node.args.get("db"):
+            column = own.get(node.name.lower())
+            if column is None:
+                raise ExpressionError(f"{describe(expr)}: unknown column '{node.sql()}' (the record's are {', '.join(f'{RECORD}.{n}' for n in own)})")
+            return exp.column(column)
+        if node.table:
             return node
         name = node.name
         lowered = name.lower()
@@ -128,7 +142,7 @@ def sql_column(
             return exp.column(value)
         if lowered == "rowtime":
             return exp.column(ts)
-        available = ", ".join(["key", "value", "rowtime", *shape.fields])
+        available = ", ".join(["key", "value", "rowtime", *shape.fields, *(f"{RECORD}.{n}" for n in own)])
         raise ExpressionError(f"{describe(expr)}: unknown column '{name}' (columns: {available})")
 
     def bind(tree: exp.Expression) -> Column:

@@ -16,11 +16,18 @@ from typing import Any, Literal
 
 from sqlglot import exp
 
+from tablestream.plan.expr import RECORD
 from tablestream.schema import Column, Schema
 from tablestream.sql.expressions import PSEUDO_TYPES, Field
 from tablestream.sql.statements import Position
 
-__all__ = ["Base", "Layout", "QueryInfo", "SourceInfo", "record_layout"]
+__all__ = ["Base", "Layout", "QueryInfo", "SourceInfo", "own", "record_layout"]
+
+
+def own(name: str) -> exp.Column:
+    """The record's own ``key``, ``value`` or ``rowtime`` in a plan node's SQL, qualified
+    (``record.key``) so that a value field of that name never stands for it."""
+    return exp.column(name, table=RECORD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,15 +41,14 @@ class Base:
     def whole(self) -> exp.Expr:
         """The struct (or bare value) itself."""
         if not self.path:
-            return exp.column(self.name)
+            return own(self.name) if self.name == "value" else exp.column(self.name)
         node: exp.Expr = exp.Column(this=exp.to_identifier(self.path[0], quoted=True), table=exp.to_identifier(self.name))
         for part in self.path[1:]:
             node = exp.Bracket(this=node, expressions=[exp.Literal.string(part)])
         return node
 
     def field(self, name: str) -> exp.Expr:
-        """One field of the struct. At the top of a row it is ``value.NAME`` (a bare
-        ``value`` would read a field called VALUE, as the runtime resolves names)."""
+        """One field of the struct. At the top of a row it is ``value.NAME``."""
         if not self.path:
             return exp.Column(this=exp.to_identifier(name, quoted=True), table=exp.to_identifier(self.name))
         return exp.Bracket(this=self.whole(), expressions=[exp.Literal.string(name)])
@@ -69,9 +75,12 @@ def record_layout(
     key_columns: tuple[Column, ...],
     value_columns: tuple[Column, ...],
     wrapped: bool,
+    *,
+    positions: bool = False,
 ) -> Layout:
     """The layout of a stream or table read from its topic (a source, or the output of
-    a query read by the next one)."""
+    a query read by the next one). ``positions``: its records carry their topic's
+    partition and offset (ROWPARTITION, ROWOFFSET)."""
     fields = tuple(
         [Field(alias, c.name, c.type, "key") for c in key_columns]
         + [Field(alias, c.name, c.type, "value") for c in value_columns]
@@ -83,11 +92,13 @@ def record_layout(
         if f.role == "key":
             if not key:
                 return None
-            return exp.column("key") if single_key else exp.Bracket(this=exp.column("key"), expressions=[exp.Literal.string(f.name)])
+            return own("key") if single_key else exp.Bracket(this=own("key"), expressions=[exp.Literal.string(f.name)])
         if f.role == "value":
             return value.field(f.name) if wrapped else value.whole()
         if f.name == "ROWTIME" and key:
-            return exp.column("rowtime")
+            return own("rowtime")
+        if positions and key:
+            return own("partition" if f.name == "ROWPARTITION" else "offset")
         return None
 
     return Layout(fields, read)
@@ -116,6 +127,7 @@ class SourceInfo:
     query_id: str | None = None
     facade: Any = None
     inherited_key_format: str | None = None  # what a query of it inherits (a FORMAT of a keyless stream)
+    written: bool = False  # INSERT INTO queries write it (its readers read them directly)
 
     @property
     def key_schema(self) -> str | None:
@@ -145,7 +157,10 @@ class SourceInfo:
         return ", ".join(keys + values)
 
     def layout(self, alias: str) -> Layout:
-        return record_layout(alias, self.key_columns, self.value_columns, self.wrapped)
+        # A declared stream's records are its topic's (a query's output is read from
+        # the query itself, so its records keep their sources' positions).
+        positions = self.kind == "STREAM" and self.query_id is None and not self.written
+        return record_layout(alias, self.key_columns, self.value_columns, self.wrapped, positions=positions)
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,11 @@ from tablestream.errors import TablestreamError
 from tablestream.plan.topology import Topology
 from tablestream.schema import BIGINT, DOUBLE, INT, STRING, ArrayType, Column, DecimalType, SqlType
 from tablestream.sql import statements as st
-from tablestream.sql.catalog import Base, Layout, QueryInfo, SourceInfo
+from tablestream.sql.catalog import Base, Layout, QueryInfo, SourceInfo, own
 from tablestream.sql.dialect import node_position, parse_script
 from tablestream.sql.errors import SqlError
 from tablestream.sql.expressions import (
+    PSEUDO_COLUMNS,
     Field,
     Scope,
     Translator,
@@ -59,6 +60,9 @@ _KNOWN = _SUPPORTED | {
 _KSQL_FORMATS = ("AVRO", "DELIMITED", "JSON", "JSON_SR", "KAFKA", "NONE", "PROTOBUF", "PROTOBUF_NOSR")
 _READABLE_FORMATS = ("AVRO", "DELIMITED", "JSON", "KAFKA")
 _KAFKA_KEY_TYPES = ("INT", "BIGINT", "DOUBLE", "STRING", "BYTES")
+# SET 'tablestream.auto.repartition'='true': joins repartition instead of refusing
+# sources whose partition counts differ.
+AUTO_REPARTITION = "tablestream.auto.repartition"
 _JOIN_TYPES = {"INNER": "[INNER] JOIN", "LEFT": "LEFT [OUTER] JOIN", "RIGHT": "RIGHT [OUTER] JOIN", "FULL": "[FULL] OUTER JOIN"}
 
 
@@ -147,10 +151,14 @@ class Rel:
     qualify: bool = False
     key_reads: tuple[exp.Expr, ...] = ()
     key_names: tuple[str, ...] = ()
+    partitions: int | None = None  # of a join's result (a source's: its topic's)
 
     def derive(self, facade: Any) -> Rel:
         """The same relation after an operation that keeps its columns and key."""
-        return Rel(facade, self.kind, self.layout, self.sources, self.qualify, self.key_reads, self.key_names)
+        return Rel(facade, self.kind, self.layout, self.sources, self.qualify, self.key_reads, self.key_names, self.partitions)
+
+    def partition_count(self) -> int | None:
+        return self.partitions if len(self.sources) > 1 else self.sources[0][1].partitions
 
     def scope(self, clause: str) -> Scope:
         return Scope(self.layout.fields, self.layout.reader(Base("value")), clause=clause, qualify=self.qualify)
@@ -273,7 +281,6 @@ class SqlCompiler:
         key_format, value_format = self._formats(props, s.position, has_key=bool(key_columns), default_key="KAFKA")
         wrapped = self._wrapped(props, value_format, value_columns, s.position)
         self._check_key_format(key_format, key_columns, s.position)
-        self._check_names(key_columns, value_columns, s.position)
         partitions = self._partitions(props, topic, s.position, required=True)
         info = SourceInfo(
             name=name,
@@ -372,13 +379,6 @@ class SqlCompiler:
         if str(key_columns[0].type) not in _KAFKA_KEY_TYPES:
             raise self.error(position, f"Key format does not support schema. format: KAFKA, schema: [{shown}], reason: The 'KAFKA' format does not support type '{ksql_text(key_columns[0].type).split('(')[0].split('<')[0]}'")
 
-    def _check_names(self, key_columns: Sequence[Column], value_columns: Sequence[Column], position: st.Position) -> None:
-        # The runtime reads the record key as `key`; a value column of that name would
-        # stand for it.
-        for column in value_columns:
-            if key_columns and column.name.upper() == "KEY":
-                raise self.error(position, f"A value column named {column.name} beside key columns is not supported yet (rename it)")
-
     def _partitions(self, props, topic: str, position: st.Position, *, required: bool) -> int:
         given = props.get("PARTITIONS")
         if given is not None:
@@ -445,7 +445,6 @@ class SqlCompiler:
         key_columns = tuple(Column(c.name, self._declared(c)) for c in key)
         value_columns = tuple(Column(c.name, self._declared(c)) for c in values)
         self._check_key_format(key_format, key_columns, s.position)
-        self._check_names(key_columns, value_columns, s.position)
         wrapped = self._wrapped(props, value_format, value_columns, s.position)
         partitions = self._partitions(props, topic, s.position, required=False) if "PARTITIONS" in props else leftmost.partitions or 1
         info = SourceInfo(
@@ -487,6 +486,7 @@ class SqlCompiler:
         self._sink(facade, target)
         # Later readers see the records of every writer.
         target.facade = self._facade(target).merge(facade)
+        target.written = True
         self.result.queries.append(QueryInfo(query_id, target.topic, target.name, s.text, sources=_names(rel)))
 
     def _select(self, s: st.SelectStatement) -> None:
@@ -611,27 +611,15 @@ class SqlCompiler:
     def _query(self, q: st.Query, *, target: str | None, persistent: bool) -> tuple[Rel, list[OutColumn], list[OutColumn]]:
         """Compile a query's FROM, joins, WHERE, GROUP BY, HAVING and projection: the
         relation before encoding, its key columns and its value columns."""
-        if q.joins and q.group_by:
-            raise self.error(q.group_by[0], "GROUP BY over a join is not supported yet")
         if q.group_by and q.partition_by:
             raise self.error(q.partition_by[0], "PARTITION BY and GROUP BY in the same query are not supported")
         self._check_qualifiers(q)
         rel = self._from(q)
         if q.joins:
-            if q.having is not None:
-                raise self.error(q.having, "HAVING requires a GROUP BY clause")
             if q.partition_by:
                 raise self.error(q.partition_by[0], "PARTITION BY on a join is not supported yet")
-            self._no_aggregates(q, persistent)
             return self._joined(rel, q, target, persistent)
-        if q.where is not None:
-            rel = self._where(rel, q.where)
-        if q.group_by:
-            return self._aggregate(rel, q, target, persistent)
-        if q.having is not None:
-            raise self.error(q.having, "HAVING requires a GROUP BY clause")
-        self._no_aggregates(q, persistent)
-        return self._project(rel, q, target, persistent)
+        return self._selected(rel, q, target, persistent, self._project)
 
     def _check_qualifiers(self, q: st.Query) -> None:
         """ksqlDB checks every ``source.column`` names a source of the query first."""
@@ -655,13 +643,14 @@ class SqlCompiler:
 
     def _from(self, q: st.Query) -> Rel:
         relations = (q.source, *(j.relation for j in q.joins))
-        aliases: list[str] = []
+        seen: list[tuple[str, str]] = []
         for relation in relations:
-            if relation.alias_text in aliases:
-                raise self.error(relation.name.position, f"Can not join '{relation.name.text}' to '{relation.name.text}': self joins are not yet supported")
-            aliases.append(relation.alias_text)
-        if len(q.joins) > 1:
-            raise self.error(q.joins[1].position, "Joins of more than two sources (n-way joins) are not supported yet")
+            name = relation.name.text
+            if any(name == n or relation.alias_text == a for n, a in seen):
+                if len(seen) > 1:
+                    raise self.error(relation.name.position, f"N-way joins do not support multiple occurrences of the same source. Source: '{name}'")
+                raise self.error(relation.name.position, f"Can not join '{name}' to '{name}': self joins are not yet supported")
+            seen.append((name, relation.alias_text))
         infos = [(r.alias_text, self._source(r.name)) for r in relations]
         for _, info in infos:
             self._facade(info)
@@ -679,12 +668,12 @@ class SqlCompiler:
 
     # -- projection --------------------------------------------------------------------
 
-    def _items(self, rel: Rel, q: st.Query, translate: Callable[[exp.Expr], Typed], *, join: bool, star_values_first: bool = False) -> list[OutColumn]:
+    def _items(self, rel: Rel, q: st.Query, translate: Callable[[exp.Expr], Typed], *, join: bool, persistent: bool, star_values_first: bool = False) -> list[OutColumn]:
         """The projection's columns, named as ksqlDB names them."""
         out: list[OutColumn] = []
         generated = _AliasGenerator(rel.layout.fields)
         visible = [f for f in rel.layout.fields if f.role != "pseudo"]
-        clashing = {f.name for f in visible if sum(1 for g in visible if g.name == f.name) > 1}
+        clashing = {f.name for f in rel.layout.fields if sum(1 for g in rel.layout.fields if g.name == f.name) > 1}
         sources = {f.source for f in rel.layout.fields}
         for item in q.select:
             if isinstance(item, st.SelectStar):
@@ -718,12 +707,22 @@ class SqlCompiler:
                 name = generated.field(ksql_name(inner.expression))
             else:
                 name = generated.next()
+            if persistent:
+                self._check_reserved(item, name)
             out.append(OutColumn(name, translate(inner), inner, as_value=as_value, order=len(out)))
         return out
 
+    def _check_reserved(self, item: st.SelectColumn, name: str) -> None:
+        """A persistent query's columns cannot take a pseudo-column's name."""
+        if name not in PSEUDO_COLUMNS:
+            return
+        if item.alias is not None:
+            raise self.error(item.alias.position, f"`{name}` is a reserved column name. You cannot use it as an alias for a column")
+        raise self.error(item.expression, f"Reserved column name in select: `{name}`. Please remove or alias the column")
+
     def _project(self, rel: Rel, q: st.Query, target: str | None, persistent: bool) -> tuple[Rel, list[OutColumn], list[OutColumn]]:
         translator = self.translator(rel.scope("SELECT"))
-        items = self._items(rel, q, translator.typed, join=False, star_values_first=bool(q.partition_by))
+        items = self._items(rel, q, translator.typed, join=False, persistent=persistent, star_values_first=bool(q.partition_by))
         if not q.partition_by:
             scope = rel.scope("SELECT")
             key_nodes: list[exp.Expr] = [_column_node(f) for f in rel.layout.fields if f.role == "key"]
@@ -798,12 +797,8 @@ class SqlCompiler:
             raise self.error(column.node, f"Duplicate value columns found in schema: `{duplicate}` {ksql_text(self._declared(column))}")
         value_sql = _struct(values) if wrapped else values[0].typed.spark
         if rel.kind == "STREAM":
-            # A record without a value (a tombstone) stays one, as in ksqlDB. The runtime
-            # reads a bare `value` as a value column called VALUE when there is one.
-            shadowed = [f for f in rel.layout.fields if f.role == "value" and f.name.upper() == "VALUE" and len(rel.sources) == 1]
-            if shadowed and not _identity(values, rel, wrapped):
-                raise self.error(None, f"A projection of a stream whose value has a column named {shadowed[0].name} is not supported yet (rename the column)")
-            value_sql = exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("value"), expression=exp.Null()), true=exp.Null())], default=value_sql)
+            # A record without a value (a tombstone) stays one, as in ksqlDB.
+            value_sql = exp.Case(ifs=[exp.If(this=exp.Is(this=own("value"), expression=exp.Null()), true=exp.Null())], default=value_sql)
         same_key = _same_key(key, rel)
         if rel.kind == "TABLE":
             if not same_key:
@@ -825,18 +820,45 @@ class SqlCompiler:
     # -- joins -------------------------------------------------------------------------
 
     def _joined(self, rel: Rel, q: st.Query, target: str | None, persistent: bool) -> tuple[Rel, list[OutColumn], list[OutColumn]]:
-        joined, key_nodes, key_type, synthetic = self._join(rel, q.joins[0], q)
-        scope = joined.scope("SELECT")
+        """A query with joins: ksqlDB's left-deep tree, each join adding one source to the
+        result of the ones before; then WHERE, and GROUP BY or the projection."""
+        left_key = _single_key(rel)
+        key_nodes: list[exp.Expr] = [_column_node(left_key)] if left_key is not None else []
+        key_type: SqlType | None = left_key.type if left_key is not None else None
+        synthetic: Field | None = None
+        # ksqlDB's analyzer checks every join condition before the joins are planned.
+        fields = rel.layout.fields
+        for join in q.joins:
+            joined = self._source(join.relation.name).layout(join.relation.alias_text).fields
+            self._condition(join, fields, joined)
+            fields = (*fields, *joined)
+        for join in q.joins:
+            rel, key_nodes, key_type, synthetic = self._join(rel, key_nodes, join, q)
+
+        def project(rel: Rel, q: st.Query, target: str | None, persistent: bool) -> tuple[Rel, list[OutColumn], list[OutColumn]]:
+            scope = rel.scope("SELECT")
+            items = self._items(rel, q, self.translator(scope).typed, join=True, persistent=persistent)
+            assert key_type is not None
+            keys = self._join_key(items, key_nodes, key_type, synthetic, scope, target, persistent, q)
+            return rel, keys, [c for c in items if not c.key or c.as_value]
+
+        return self._selected(rel, q, target, persistent, project)
+
+    def _selected(self, rel: Rel, q: st.Query, target: str | None, persistent: bool, project) -> tuple[Rel, list[OutColumn], list[OutColumn]]:
+        """WHERE, then GROUP BY and HAVING or the projection (``project``)."""
         if q.where is not None:
-            joined = self._where(joined, q.where)
-        items = self._items(joined, q, self.translator(scope).typed, join=True)
-        keys = self._join_key(items, key_nodes, key_type, synthetic, scope, target, persistent, q)
-        return joined, keys, [c for c in items if not c.key or c.as_value]
+            rel = self._where(rel, q.where)
+        if q.group_by:
+            return self._aggregate(rel, q, target, persistent)
+        if q.having is not None:
+            raise self.error(q.having, "HAVING requires a GROUP BY clause")
+        self._no_aggregates(q, persistent)
+        return project(rel, q, target, persistent)
 
     def _join_key(self, items, key_nodes, key_type: SqlType, synthetic: Field | None, scope: Scope, target, persistent: bool, q: st.Query) -> list[OutColumn]:
         """The key column of a join's result: the first projection item that is one of
         the join expressions (``key_nodes``), or the synthetic ROWKEY of a FULL join."""
-        key = Typed(exp.column("key"), key_type)
+        key = Typed(own("key"), key_type)
         forms = [_canonical(n, scope) for n in key_nodes]
         chosen: OutColumn | None = None
         for item in items:
@@ -862,7 +884,7 @@ class SqlCompiler:
             return [OutColumn(synthetic.name, key, exp.column(synthetic.name), key=True)]
         shown = [format_expression(n, scope) for n in key_nodes]
         if persistent:
-            listed = shown[0] if len(shown) == 1 else " or ".join(shown)
+            listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
             plural = "s" if len(shown) > 1 else ""
             raise self.error(q.position, f"The query used to build `{target}` must include the join expression{plural} {listed} in its projection (eg, SELECT {shown[0]}...)")
         # A push query's rows need not carry the key; its records are keyed by the join key.
@@ -870,13 +892,72 @@ class SqlCompiler:
         name = ksql_name(node.this) if isinstance(node, exp.Column) else "KSQL_COL_0"
         return [OutColumn(name, Typed(key.spark, key_type), node, key=True)]
 
-    def _join(self, left: Rel, join: st.Join, q: st.Query) -> tuple[Rel, list[exp.Expr], SqlType, Field | None]:
-        """The joined relation, the expressions that stand for its key (the join
-        expressions), the key's type, and the synthetic key column of a FULL join."""
+    def _join(self, left: Rel, left_keys: list[exp.Expr], join: st.Join, q: st.Query) -> tuple[Rel, list[exp.Expr], SqlType, Field | None]:
+        """``left`` (a source or the result of the joins before) joined with the next
+        source: the joined relation, the expressions that stand for its key (the join
+        expressions; ``left_keys`` those of ``left``), the key's type, and the synthetic
+        key column of a FULL join."""
         right_alias, right_info = join.relation.alias_text, self._source(join.relation.name)
         right = self._source_rel(right_alias, right_info, qualify=True)
-        left_alias, left_info = left.sources[0]
-        scope = Scope((*left.layout.fields, *right.layout.fields), lambda f: None, clause="JOIN ON", qualify=True)
+        nway = len(left.sources) > 1
+        on, scope, owners = self._condition(join, left.layout.fields, right.layout.fields)
+        flipped = owners[0] == right_alias
+        left_expr, right_expr = (on.expression, on.this) if flipped else (on.this, on.expression)
+        left_alias = owners[1] if flipped else owners[0]
+        left_info = dict(left.sources)[left_alias]
+        shown = f"{format_expression(on.this, scope)} = {format_expression(on.expression, scope)}"  # as written
+        kinds = f"{left_info.name} {_JOIN_TYPES[join.kind]} {right_info.name}"
+        right_scope = right.scope("JOIN ON")
+        left_typed = self.translator(left.scope("JOIN ON")).typed(left_expr)
+        right_typed = self.translator(right_scope).typed(right_expr)
+        right_key = _single_key(right)
+        # The join is on the left's key when its expression is one that stands for it.
+        on_left_key = _canonical(left_expr, scope) in [_canonical(n, scope) for n in left_keys]
+        on_right_key = isinstance(right_expr, exp.Column) and right_key is not None and self.translator(right_scope).resolve(right_expr) == right_key
+        pair = (left_alias, left_info), (right_alias, right_info)
+
+        if left.kind == "STREAM" and right.kind == "STREAM":
+            raise self.error(join.position, "Stream-Stream joins must have a WITHIN clause specified. None was provided (stream-stream joins are not supported yet)")
+        if left.kind == "TABLE" and right.kind == "STREAM":
+            raise self.error(join.position, f"Invalid join order: table-stream joins are not supported; only stream-table joins. Got {kinds}")
+        if left.kind == "STREAM":
+            if join.kind == "FULL":
+                raise self.error(join.position, f"Invalid join type: full-outer join not supported for stream-table join. Got {kinds}")
+            if join.kind == "RIGHT":
+                raise self.error(join.position, f"Invalid join type: right join not supported for stream-table join. Got {kinds}")
+            if not on_right_key:
+                raise self.error(on, f"Invalid join condition: stream-table joins require to join on the table's primary key. Got {shown}")
+            self._join_types(on, (left_expr, left_typed), (right_expr, right_typed), flipped, scope)
+            # A stream is repartitioned to its table's count: a table's partitions are
+            # its state's, a stream's records only pass through.
+            to, _ = self._copartitioned(join, *pair, left.partition_count(), smaller_only=False)
+            assert right_key is not None
+            return self._stream_table(left, left_keys, right, join, left_expr, left_typed, on_left_key, right_key, q, to)
+        if not on_right_key:
+            raise self.error(on, f"Invalid join condition: table-table joins require to join on the primary key of the right input table. Got {shown}")
+        assert right_key is not None
+        self._join_types(on, (left_expr, left_typed), (right_expr, right_typed), flipped, scope)
+        if on_left_key:
+            counts = self._copartitioned(join, *pair, left.partition_count(), smaller_only=True)
+            return self._table_table(left, left_keys, right, join, right_key, counts)
+        if join.kind == "RIGHT":
+            raise self.error(join.position, "RIGHT OUTER JOIN on a foreign key is not supported")
+        if join.kind == "FULL":
+            raise self.error(join.position, f"Invalid join type: full-outer join not supported for foreign-key table-table join. Got {kinds}")
+        if nway:
+            raise self.error(on, f"Invalid join condition: foreign-key table-table joins are not supported as part of n-way joins. Got {shown}")
+        left_key = _single_key(left)
+        if left_key is None:
+            raise self.error(join.position, "Foreign-key joins of a table with several PRIMARY KEY columns are not supported yet")
+        self._left_key_projected(q, left_key, left_info, scope)
+        return self._foreign_key(left, right, join, left_expr, left_typed, left_key, right_key)
+
+    def _condition(self, join: st.Join, left_fields: Sequence[Field], right_fields: Sequence[Field]) -> tuple[exp.EQ, Scope, list[str]]:
+        """A join's ON, checked as ksqlDB's analyzer does: one equality, each side naming
+        one source, one of them the joined source. Returns it, its scope and the source
+        of each side."""
+        right_alias = join.relation.alias_text
+        scope = Scope((*left_fields, *right_fields), lambda f: None, clause="JOIN ON", qualify=True)
         translator = self.translator(scope)
         on = join.on
         while isinstance(on, exp.Paren):
@@ -892,50 +973,10 @@ class SqlCompiler:
                 raise self.error(side, f"Invalid comparison expression '{format_expression(side, scope)}' in join '{format_expression(on, scope)}'. Each side of the join comparision must contain references from exactly one source")
             owners.append(sources.pop())
         if owners[0] == owners[1]:
-            raise self.error(on, f"Each side of the join must reference exactly one source and not the same source. Left side references {owners[0]} and right references {owners[1]}")
-        flipped = owners[0] != left_alias
-        left_expr, right_expr = (on.expression, on.this) if flipped else (on.this, on.expression)
-        shown = f"{format_expression(on.this, scope)} = {format_expression(on.expression, scope)}"  # as written
-        kinds = f"{left_info.name} {_JOIN_TYPES[join.kind]} {right_info.name}"
-        left_scope, right_scope = left.scope("JOIN ON"), right.scope("JOIN ON")
-        left_typed = self.translator(left_scope).typed(left_expr)
-        right_typed = self.translator(right_scope).typed(right_expr)
-        left_key, right_key = _single_key(left), _single_key(right)
-
-        def on_key(expr: exp.Expr, key: Field | None, side: Scope) -> bool:
-            return isinstance(expr, exp.Column) and key is not None and self.translator(side).resolve(expr) == key
-
-        if left.kind == "STREAM" and right.kind == "STREAM":
-            raise self.error(join.position, "Stream-Stream joins must have a WITHIN clause specified. None was provided (stream-stream joins are not supported yet)")
-        if left.kind == "TABLE" and right.kind == "STREAM":
-            raise self.error(join.position, f"Invalid join order: table-stream joins are not supported; only stream-table joins. Got {kinds}")
-        if left.kind == "STREAM":
-            if join.kind == "FULL":
-                raise self.error(join.position, f"Invalid join type: full-outer join not supported for stream-table join. Got {kinds}")
-            if join.kind == "RIGHT":
-                raise self.error(join.position, f"Invalid join type: right join not supported for stream-table join. Got {kinds}")
-            if not on_key(right_expr, right_key, right_scope):
-                raise self.error(on, f"Invalid join condition: stream-table joins require to join on the table's primary key. Got {shown}")
-            self._join_types(on, (left_expr, left_typed), (right_expr, right_typed), flipped, scope)
-            self._copartitioned(join, (left_alias, left_info), (right_alias, right_info))
-            assert right_key is not None
-            return self._stream_table(left, right, join, left_expr, left_typed, on_key(left_expr, left_key, left_scope), right_key, q)
-        if not on_key(right_expr, right_key, right_scope):
-            raise self.error(on, f"Invalid join condition: table-table joins require to join on the primary key of the right input table. Got {shown}")
-        assert right_key is not None
-        self._join_types(on, (left_expr, left_typed), (right_expr, right_typed), flipped, scope)
-        if on_key(left_expr, left_key, left_scope):
-            assert left_key is not None
-            self._copartitioned(join, (left_alias, left_info), (right_alias, right_info))
-            return self._table_table(left, right, join, left_key, right_key)
-        if join.kind == "RIGHT":
-            raise self.error(join.position, "RIGHT OUTER JOIN on a foreign key is not supported")
-        if join.kind == "FULL":
-            raise self.error(join.position, f"Invalid join type: full-outer join not supported for foreign-key table-table join. Got {kinds}")
-        if left_key is None:
-            raise self.error(join.position, "Foreign-key joins of a table with several PRIMARY KEY columns are not supported yet")
-        self._left_key_projected(q, left_key, left_info, scope)
-        return self._foreign_key(left, right, join, left_expr, left_typed, left_key, right_key)
+            raise self.error(on, f"Each side of the join must reference exactly one source and not the same source. Left side references `{owners[0]}` and right references `{owners[1]}`")
+        if right_alias not in owners:
+            raise self.error(on, f"A join criteria is expected to reference the source (`{right_alias}`) in the FROM clause, instead the right source references `{owners[1]}` and the left source references `{owners[0]}`")
+        return on, scope, owners
 
     def _join_types(self, on: exp.Expr, left: tuple[exp.Expr, Typed], right: tuple[exp.Expr, Typed], flipped: bool, scope: Scope) -> None:
         if left[1].type == right[1].type:
@@ -947,14 +988,26 @@ class SqlCompiler:
             f"{format_expression(second[0], scope)}{{{ksql_text(second[1].type)}}}",
         )
 
-    def _copartitioned(self, join: st.Join, left: tuple[str, SourceInfo], right: tuple[str, SourceInfo]) -> None:
-        (left_alias, left_info), (right_alias, right_info) = left, right
-        if left_info.partitions is None or right_info.partitions is None or left_info.partitions == right_info.partitions:
-            return
+    def _copartitioned(
+        self, join: st.Join, left: tuple[str, SourceInfo], right: tuple[str, SourceInfo], left_count: int | None,
+        *, smaller_only: bool,
+    ) -> tuple[int | None, int | None]:
+        """ksqlDB's co-partitioning check of a join's sources. With
+        ``tablestream.auto.repartition`` set, the partition counts the left and the right
+        are repartitioned to instead (``None``: as they are): the one with fewer
+        partitions to the other's count, or (``smaller_only`` false) the left always."""
+        (left_alias, _), (right_alias, right_info) = left, right
+        right_count = right_info.partitions
+        if left_count is None or right_count is None or left_count == right_count:
+            return None, None
+        if str(self.result.properties.get(AUTO_REPARTITION, "false")).strip().lower() == "true":
+            if smaller_only and left_count > right_count:
+                return None, left_count
+            return right_count, None
         raise self.error(
             join.position,
             f"Can't join `{left_alias}` with `{right_alias}` since the number of partitions don't match. "
-            f"`{left_alias}` partitions = {left_info.partitions}; `{right_alias}` partitions = {right_info.partitions}. "
+            f"`{left_alias}` partitions = {left_count}; `{right_alias}` partitions = {right_count}. "
             "Please repartition either one so that the number of partitions match",
         )
 
@@ -967,47 +1020,61 @@ class SqlCompiler:
                 return
         raise self.error(q.position, f"Primary key column missing in projection. For foreign-key table-table joins, the projection must include all primary key columns from the left input table (`{left_info.name}`). Missing column: `{left_key.name}`")
 
-    def _joined_layout(self, left: Rel, right: Rel, key_reads: dict[Field, exp.Expr], present: dict[str, exp.Expr]) -> Layout:
+    def _joined_layout(self, left: Rel, right: Rel, key_reads: dict[Field, exp.Expr], optional: set[str], *, left_keyed: bool) -> Layout:
         """The layout after a join whose joiner is ``struct(left AS L, right AS R)``:
         each side's columns under ``value.L`` / ``value.R``; the columns equal to the key
-        in ``key_reads``, null where ``present`` says their side is missing."""
+        in ``key_reads``; null where their side (in ``optional``) is missing.
+        ``left_keyed``: the records keep the key they had on the left, so what the left
+        read from the key (and, for a stream, its timestamp) reads the same."""
         fields = (*left.layout.fields, *right.layout.fields)
         left_fields = set(left.layout.fields)
+
+        def guarded(side: str, value: Base, read: exp.Expr) -> exp.Expr:
+            if side not in optional:
+                return read
+            present = exp.Not(this=exp.Is(this=value.child(side).whole(), expression=exp.Null()))
+            return exp.Case(ifs=[exp.If(this=present, true=read)])
 
         def read(f: Field, value: Base, key: bool) -> exp.Expr | None:
             side = "L" if f in left_fields else "R"
             if f in key_reads:
-                if not key:
-                    return None
-                guard = present.get(side)
-                return key_reads[f] if guard is None else exp.Case(ifs=[exp.If(this=guard, true=key_reads[f])])
-            layout = left.layout if side == "L" else right.layout
-            return layout.read(f, value.child(side), False)
+                return guarded(side, value, key_reads[f]) if key else None
+            if side == "R":
+                return right.layout.read(f, value.child("R"), False)
+            through = key and left_keyed and (f.role == "key" or left.kind == "STREAM")
+            inner = left.layout.read(f, value.child("L"), through)
+            return guarded(side, value, inner) if inner is not None and through else inner
 
         return Layout(fields, read)
 
-    def _stream_table(self, left: Rel, right: Rel, join: st.Join, left_expr: exp.Expr, left_typed: Typed, on_stream_key: bool, right_key: Field, q: st.Query):
+    def _stream_table(self, left: Rel, left_keys: list[exp.Expr], right: Rel, join: st.Join, left_expr: exp.Expr, left_typed: Typed, on_left_key: bool, right_key: Field, q: st.Query, to: int | None):
+        key = own("key")
+        key_reads: dict[Field, exp.Expr] = {right_key: key}
         keys = [f for f in left.layout.fields if f.role == "key"]
-        if on_stream_key:
-            stream = left.facade
-        elif keys and self._uses(q, keys, left):
-            # Re-keyed for the join, the stream keeps its key columns in its value.
-            left = self._carry_keys(left, keys, left_typed.spark)
-            stream = left.facade
+        if on_left_key:
+            stream, left_keyed = left.facade, True
+            key_nodes = [*left_keys, _column_node(right_key)]
         else:
-            stream = left.facade.select_key(_sql(left_typed.spark))
+            if len(left.sources) > 1 or (keys and self._uses(q, keys, left)):
+                # Re-keyed for the join, the stream keeps every column in its value.
+                left = self._carried(left, left_typed.spark)
+                stream, left_keyed = left.facade, True
+            else:
+                stream, left_keyed = left.facade.select_key(_sql(left_typed.spark)), False
+            if isinstance(left_expr, exp.Column):
+                key_reads[self.translator(left.scope("JOIN ON")).resolve(left_expr)] = key
+            key_nodes = [left_expr, _column_node(right_key)]
+        if to is not None:
+            stream = stream.repartition(partitions=to)
         method = stream.join if join.kind == "INNER" else stream.left_join
         joined = method(right.facade, _JOINER, strict=True)
-        key = exp.column("key")
-        key_reads: dict[Field, exp.Expr] = {right_key: key}
-        if isinstance(left_expr, exp.Column):
-            key_reads[self.translator(left.scope("JOIN ON")).resolve(left_expr)] = key
         # A stream-table join's result has the stream record's timestamp.
-        key_reads.update({f: exp.column("rowtime") for f in left.layout.fields if f.role == "pseudo" and f.name == "ROWTIME"})
-        present = {"R": _present("R")} if join.kind == "LEFT" else {}
-        layout = self._joined_layout(left, right, key_reads, present)
-        rel = Rel(joined, "STREAM", layout, (*left.sources, *right.sources), True, (key,))
-        return rel, [left_expr, _column_node(right_key)], right_key.type, None
+        streams = {alias for alias, info in left.sources if info.kind == "STREAM"}
+        key_reads.update({f: own("rowtime") for f in left.layout.fields if f.role == "pseudo" and f.name == "ROWTIME" and f.source in streams})
+        optional = {"R"} if join.kind == "LEFT" else set()
+        layout = self._joined_layout(left, right, key_reads, optional, left_keyed=left_keyed)
+        rel = Rel(joined, "STREAM", layout, (*left.sources, *right.sources), True, (key,), partitions=to or left.partition_count())
+        return rel, key_nodes, right_key.type, None
 
     def _uses(self, q: st.Query, fields: list[Field], rel: Rel) -> bool:
         """Whether the projection or WHERE of ``q`` reads one of ``fields``."""
@@ -1023,50 +1090,56 @@ class SqlCompiler:
                     return True
         return False
 
-    def _carry_keys(self, rel: Rel, keys: list[Field], key_sql: exp.Expr) -> Rel:
-        """The stream re-keyed by ``key_sql``, its value a struct of its value columns
-        (``V_<name>``) and its key columns (``K_<name>``), so a join still reads both."""
+    def _carried(self, rel: Rel, key_sql: exp.Expr) -> Rel:
+        """The stream re-keyed by ``key_sql``, its value a struct of every column it can
+        read (``V_<source>_<name>``, ``K_<source>_<name>`` for key columns), so that a
+        join still reads them all."""
         read = rel.layout.reader(Base("value"))
-        values = [f for f in rel.layout.fields if f.role == "value"]
-        if any(f.name.upper() == "VALUE" for f in values):
-            raise self.error(None, "A stream whose value has a column named VALUE cannot keep its key columns through a re-keying join yet (rename the column)")
-        members = [(f"V_{f.name}", read(f)) for f in values] + [(f"K_{f.name}", read(f)) for f in keys]
-        struct = exp.Anonymous(this="struct", expressions=[exp.Alias(this=e, alias=exp.to_identifier(n, quoted=True)) for n, e in members])
+        carried = [f for f in rel.layout.fields if f.role != "pseudo" and read(f) is not None]
+        names = {f: f"{'K' if f.role == 'key' else 'V'}_{f.source}_{f.name}" for f in carried}
+        struct = exp.Anonymous(this="struct", expressions=[exp.Alias(this=read(f), alias=exp.to_identifier(names[f], quoted=True)) for f in carried])
         # A record without a value stays one (the join drops it).
-        value_sql = exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("value"), expression=exp.Null()), true=exp.Null())], default=struct)
+        value_sql = exp.Case(ifs=[exp.If(this=exp.Is(this=own("value"), expression=exp.Null()), true=exp.Null())], default=struct)
         facade = rel.facade.map((_sql(key_sql), _sql(value_sql)))
 
-        def carried(f: Field, value: Base, key: bool) -> exp.Expr | None:
-            if f.role == "value":
-                return value.field(f"V_{f.name}")
-            if f.role == "key":
-                return value.field(f"K_{f.name}")
-            return exp.column("rowtime") if f.name == "ROWTIME" and key else None
+        def reads(f: Field, value: Base, key: bool) -> exp.Expr | None:
+            if f in names:
+                return value.field(names[f])
+            # A pseudo-column: the re-keying keeps the record's timestamp and position.
+            return rel.layout.read(f, Base("value"), True) if f.role == "pseudo" and key else None
 
-        return Rel(facade, rel.kind, Layout(rel.layout.fields, carried), rel.sources, rel.qualify)
+        return Rel(facade, rel.kind, Layout(rel.layout.fields, reads), rel.sources, rel.qualify, partitions=rel.partition_count())
 
-    def _table_table(self, left: Rel, right: Rel, join: st.Join, left_key: Field, right_key: Field):
+    def _table_table(self, left: Rel, left_keys: list[exp.Expr], right: Rel, join: st.Join, right_key: Field, counts: tuple[int | None, int | None]):
+        # A table repartitioned for the join: its changes through a repartition topic
+        # of the other's count, read back as a table.
+        facades = [
+            rel.facade if to is None else rel.facade.to_stream().repartition(partitions=to).to_table()
+            for rel, to in zip((left, right), counts, strict=True)
+        ]
         if join.kind == "INNER":
-            joined = left.facade.join(right.facade, _JOINER)
+            joined = facades[0].join(facades[1], _JOINER)
         elif join.kind == "LEFT":
-            joined = left.facade.left_join(right.facade, _JOINER)
+            joined = facades[0].left_join(facades[1], _JOINER)
         elif join.kind == "RIGHT":
-            joined = right.facade.left_join(left.facade, "struct(right AS L, left AS R)")
+            joined = facades[1].left_join(facades[0], "struct(right AS L, left AS R)")
         else:
-            joined = left.facade.outer_join(right.facade, _JOINER)
-        present = {"INNER": {}, "LEFT": {"R": _present("R")}, "RIGHT": {"L": _present("L")}, "FULL": {"L": _present("L"), "R": _present("R")}}[join.kind]
-        key = exp.column("key")
-        layout = self._joined_layout(left, right, {left_key: key, right_key: key}, present)
+            joined = facades[0].outer_join(facades[1], _JOINER)
+        count = max((c for c in (left.partition_count(), right.partition_count()) if c is not None), default=None)
+        optional = {"INNER": set(), "LEFT": {"R"}, "RIGHT": {"L"}, "FULL": {"L", "R"}}[join.kind]
+        key = own("key")
+        layout = self._joined_layout(left, right, {right_key: key}, optional, left_keyed=True)
+        key_type = right_key.type
         if join.kind == "FULL":
             # Either side's key may be missing: the key is a column of its own, ROWKEY.
-            rowkey = Field("", _synthetic_name(layout.fields), left_key.type, "key")
+            rowkey = Field("", _synthetic_name(layout.fields), key_type, "key")
             sides = layout
             layout = Layout((rowkey, *sides.fields), lambda f, v, k: (key if k else None) if f == rowkey else sides.read(f, v, k))
-            rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (key,))
-            return rel, [exp.column(rowkey.name)], left_key.type, rowkey
-        rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (key,))
-        nodes: list[exp.Expr] = [_column_node(left_key), _column_node(right_key)]
-        return rel, nodes[::-1] if join.kind == "RIGHT" else nodes, left_key.type, None
+            rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (key,), partitions=count)
+            return rel, [exp.column(rowkey.name)], key_type, rowkey
+        rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (key,), partitions=count)
+        right_node = _column_node(right_key)
+        return rel, [right_node, *left_keys] if join.kind == "RIGHT" else [*left_keys, right_node], key_type, None
 
     def _foreign_key(self, left: Rel, right: Rel, join: st.Join, left_expr: exp.Expr, left_typed: Typed, left_key: Field, right_key: Field):
         method = left.facade.join if join.kind == "INNER" else left.facade.left_join
@@ -1075,17 +1148,15 @@ class SqlCompiler:
         # the record key).
         fk_scope = Scope(left.layout.fields, left.layout.reader(Base("value", ("L",))), clause="SELECT", qualify=True)
         fk_read = self.translator(fk_scope).typed(left_expr).spark
-        present = {"R": _present("R")} if join.kind == "LEFT" else {}
-        layout = self._joined_layout(left, right, {left_key: exp.column("key"), right_key: fk_read}, present)
-        rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (exp.column("key"),))
+        optional = {"R"} if join.kind == "LEFT" else set()
+        layout = self._joined_layout(left, right, {right_key: fk_read}, optional, left_keyed=True)
+        rel = Rel(joined, "TABLE", layout, (*left.sources, *right.sources), True, (own("key"),), partitions=left.partition_count())
         return rel, [_column_node(left_key)], left_key.type, None
 
     # -- aggregation -------------------------------------------------------------------
 
     def _aggregate(self, rel: Rel, q: st.Query, target: str | None, persistent: bool) -> tuple[Rel, list[OutColumn], list[OutColumn]]:
-        for item in q.select:
-            if isinstance(item, st.SelectStar):
-                raise self.error(item.position, "SELECT * is not supported with GROUP BY yet")
+        select = self._stars_expanded(rel, q)
         scope = rel.scope("GROUP BY")
         translator = self.translator(scope)
         groups: list[tuple[exp.Expr, Typed, str]] = []
@@ -1105,8 +1176,7 @@ class SqlCompiler:
         group_forms = [f for _, _, f in groups]
         named: list[tuple[st.SelectColumn, exp.Expr, bool, str, int | None]] = []
         key_names: list[str | None] = [None] * len(groups)
-        for item in q.select:
-            assert isinstance(item, st.SelectColumn)
+        for item in select:
             as_value = _is_as_value(item.expression)
             inner = item.expression.expressions[0] if as_value and len(item.expression.expressions) == 1 else item.expression
             if item.alias is not None:
@@ -1117,6 +1187,8 @@ class SqlCompiler:
                 name = generated.field(ksql_name(inner.expression))
             else:
                 name = generated.next()
+            if persistent:
+                self._check_reserved(item, name)
             form = _canonical(inner, scope)
             index = group_forms.index(form) if not as_value and form in group_forms else None
             if index is not None:
@@ -1128,9 +1200,9 @@ class SqlCompiler:
         members = any(_has_members(spec) for spec in specs)
         wrapped = len(specs) + (0 if members else 1) > 1
         names = [n if n is not None else (ksql_name(g[0].this) if isinstance(g[0], exp.Column) else f"KSQL_COL_{i}") for i, (n, g) in enumerate(zip(key_names, groups, strict=True))]
-        agg_reads = [Typed(Base("value").field(f"A{i}") if wrapped else exp.column("value"), spec[2]) for i, spec in enumerate(specs)]
+        agg_reads = [Typed(Base("value").field(f"A{i}") if wrapped else own("value"), spec[2]) for i, spec in enumerate(specs)]
         group_reads = [
-            Typed(exp.column("key") if len(groups) == 1 else exp.Bracket(this=exp.column("key"), expressions=[exp.Literal.string(n)]), g[1].type)
+            Typed(own("key") if len(groups) == 1 else exp.Bracket(this=own("key"), expressions=[exp.Literal.string(n)]), g[1].type)
             for n, g in zip(names, groups, strict=True)
         ]
         call_forms = [f for _, f in calls]
@@ -1182,6 +1254,29 @@ class SqlCompiler:
         keys = [next((c for c in items if c.key and c.name == n), None) or OutColumn(n, group_reads[i], groups[i][0], key=True) for i, n in enumerate(names)]
         out = Rel(table, "TABLE", Layout((), lambda f, v, k: None), rel.sources, False, tuple(g.spark for g in group_reads), tuple(names))
         return out, keys, [c for c in items if not c.key or c.as_value]
+
+    def _stars_expanded(self, rel: Rel, q: st.Query) -> list[st.SelectColumn]:
+        """The projection with ``*`` and ``source.*`` as the columns they stand for (key
+        columns, then value columns; a join's named ``<source>_<name>``): with GROUP BY
+        each must be a grouping expression, as in ksqlDB."""
+        out: list[st.SelectColumn] = []
+        sources = {f.source for f in rel.layout.fields}
+        join = len(rel.sources) > 1
+        for item in q.select:
+            if isinstance(item, st.SelectColumn):
+                out.append(item)
+                continue
+            qualifier = item.qualifier.text if item.qualifier else None
+            if qualifier is not None and qualifier not in sources:
+                raise self.error(item.position, f"'{qualifier}' is not a valid stream/table name or alias")
+            for f in rel.layout.fields:
+                if f.role == "pseudo" or qualifier not in (None, f.source):
+                    continue
+                node = _column_node(f) if join else exp.column(exp.to_identifier(f.name, quoted=True))
+                node.meta["start"] = item.position.offset
+                alias = st.Name(f"{f.source}_{f.name}", True, item.position) if join else None
+                out.append(st.SelectColumn(node, alias, item.position))
+        return out
 
     def _aggregate_calls(self, rel: Rel, q: st.Query, scope: Scope) -> list[tuple[exp.Anonymous, str]]:
         """Every aggregate call of SELECT and HAVING, once each, checked."""
@@ -1380,10 +1475,6 @@ class _NotGrouped(Exception):
 
 
 _JOINER = "struct(left AS L, right AS R)"
-
-
-def _present(side: str) -> exp.Expr:
-    return exp.Not(this=exp.Is(this=Base("value").field(side), expression=exp.Null()))
 
 
 def _is_as_value(node: exp.Expr) -> bool:

@@ -8,13 +8,14 @@ saying what it accepts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from tablestream.schema import BIGINT, BYTES, DOUBLE, INT, STRING, DecimalType, SqlType
-from tablestream.sql.types import common_type, ksql_text
+from tablestream.schema import BIGINT, BYTES, DOUBLE, INT, STRING, ArrayType, DecimalType, SqlType
+from tablestream.sql.types import common_type, decimal_of, ksql_text
 
 if TYPE_CHECKING:
     from tablestream.sql.expressions import Typed
@@ -137,13 +138,299 @@ def _ifnull(args: list[Typed]) -> tuple[exp.Expr, SqlType | None]:
     return _coalesce(args, "IFNULL")
 
 
+# -- numbers ------------------------------------------------------------------------
+
+_NUMBERS = (INT, BIGINT, DOUBLE)
+
+
+def _number(args: list[Typed], decimals: bool = False) -> None:
+    for arg in args:
+        t = arg.type
+        if t is not None and t not in _NUMBERS and not (decimals and isinstance(t, DecimalType)):
+            raise ArgumentError(f"takes {'a number' if decimals else 'an INT, BIGINT or DOUBLE'}, got {ksql_text(t)}")
+
+
+def _double(node: exp.Expr) -> exp.Expr:
+    return exp.Cast(this=node, to=exp.DataType.build("DOUBLE"))
+
+
+def _typed_cast(node: exp.Expr, t: SqlType) -> exp.Expr:
+    return exp.Cast(this=node, to=exp.DataType.build(t.spark_ddl(), dialect="spark"))
+
+
+def _special(name: str) -> exp.Expr:
+    """A DOUBLE that SQL has no literal for: NaN, Infinity, -Infinity."""
+    return _double(exp.Literal.string(name))
+
+
+def _java_math(method: str, *args: exp.Expr) -> exp.Expr:
+    """``java.lang.Math.<method>`` of DOUBLEs, as ksqlDB's functions call it (Spark's own
+    EXP, LN, POW, ... use StrictMath, whose results can differ in the last digit; and
+    its LN is null where Java's is NaN or -Infinity). Null for a null argument."""
+    call = _double(_call("reflect", exp.Literal.string("java.lang.Math"), exp.Literal.string(method), *args))
+    missing: exp.Expr | None = None
+    for arg in args:
+        test = exp.Is(this=arg, expression=exp.Null())
+        missing = test if missing is None else exp.Or(this=missing, expression=test)
+    assert missing is not None
+    return exp.Case(ifs=[exp.If(this=missing, true=exp.Null())], default=call)
+
+
+def _of_double(method: str) -> Callable[[list[Typed]], tuple[exp.Expr, SqlType]]:
+    """A function of one number whose result is a DOUBLE: Java's ``Math.<method>``."""
+
+    def fn(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+        _arity(args, 1)
+        _number(args)
+        return _java_math(method, _double(args[0].spark)), DOUBLE
+
+    return fn
+
+
+def _log(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    """LOG(value): the natural logarithm (as ksqlDB's LOG computes it); LOG(base, value):
+    NaN for a base that is not positive or is 1."""
+    _arity(args, 1, 2)
+    _number(args)
+    if len(args) == 1:
+        return _java_math("log", _double(args[0].spark)), DOUBLE
+    base, value = _double(args[0].spark), _double(args[1].spark)
+    bad_base = exp.Or(this=exp.LTE(this=base, expression=exp.Literal.number(0)), expression=exp.EQ(this=base, expression=exp.Literal.number(1)))
+    spark = exp.Case(
+        ifs=[
+            exp.If(this=exp.Or(this=exp.Is(this=base, expression=exp.Null()), expression=exp.Is(this=value, expression=exp.Null())), true=exp.Null()),
+            exp.If(this=bad_base, true=_special("NaN")),
+        ],
+        default=exp.Div(this=_java_math("log", value), expression=_java_math("log", base)),
+    )
+    return spark, DOUBLE
+
+
+def _power(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    _arity(args, 2)
+    _number(args)
+    return _java_math("pow", _double(args[0].spark), _double(args[1].spark)), DOUBLE
+
+
+def _pi(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    _arity(args, 0)
+    return _call("pi"), DOUBLE
+
+
+def _sign(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    _arity(args, 1)
+    _number(args, decimals=True)
+    return _typed_cast(_call("signum", args[0].spark), INT), INT
+
+
+def _whole(spark: str) -> Callable[[list[Typed]], tuple[exp.Expr, SqlType | None]]:
+    """CEIL and FLOOR: the type of their argument (a DOUBLE stays a DOUBLE, a DECIMAL
+    keeps its precision and scale)."""
+
+    def fn(args: list[Typed]) -> tuple[exp.Expr, SqlType | None]:
+        _arity(args, 1)
+        _number(args, decimals=True)
+        x, t = args[0].spark, args[0].type
+        if t in (INT, BIGINT, None):
+            return x, t
+        if t == DOUBLE:
+            # Spark's CEIL/FLOOR of a DOUBLE is a BIGINT: a DOUBLE that large, NaN or
+            # infinite is whole already (Java's Math.ceil returns it as it is).
+            whole = exp.Or(
+                this=_call("isnan", x),
+                expression=exp.GTE(this=_call("abs", x), expression=exp.Literal.number("4503599627370496")),
+            )
+            return exp.Case(ifs=[exp.If(this=whole, true=x)], default=_double(_call(spark, x))), DOUBLE
+        return _typed_cast(_call(spark, x), t), t
+
+    return fn
+
+
+def _places(node: Typed, name: str) -> int:
+    """A literal INT number of decimal places."""
+    spark = node.spark
+    sign = 1
+    if isinstance(spark, exp.Neg):
+        spark, sign = spark.this, -1
+    if node.type != INT or not isinstance(spark, exp.Literal) or spark.is_string:
+        raise ArgumentError(f"takes the decimal places as a literal INT, got {ksql_text(node.type)}")
+    return sign * int(spark.this)
+
+
+def _half_up(x: exp.Expr, places: int) -> exp.Expr:
+    """``x`` (a DECIMAL) rounded to ``places`` with ties toward positive infinity, as
+    ksqlDB rounds: floor(x + 0.5 units of the last place)."""
+    half = exp.Literal.number(f"{5 * 10 ** max(0, -places - 1)}" if places < 0 else f"0.{'0' * places}5")
+    return _call("floor", exp.Add(this=x, expression=half), exp.Literal.number(places))
+
+
+def _round(args: list[Typed]) -> tuple[exp.Expr, SqlType | None]:
+    """ROUND(x): an INT or BIGINT as a BIGINT, a DOUBLE to a BIGINT (Java's Math.round),
+    a DECIMAL to a DECIMAL of scale 0; ROUND(x, places): a DOUBLE or a DECIMAL of the
+    same type, ties toward positive infinity as ksqlDB rounds (places a literal INT)."""
+    _arity(args, 1, 2)
+    _number(args[:1], decimals=True)
+    x, t = args[0].spark, args[0].type
+    if len(args) == 1:
+        if t in (INT, BIGINT, None):
+            return _typed_cast(x, BIGINT), BIGINT
+        if t == DOUBLE:
+            return _typed_cast(_call("floor", exp.Add(this=x, expression=exp.Literal.number("0.5"))), BIGINT), BIGINT
+        assert isinstance(t, DecimalType)
+        result = DecimalType(max(1, t.precision - t.scale), 0)
+        return _typed_cast(_half_up(x, 0), result), result
+    places = _places(args[1], "ROUND")
+    if t == DOUBLE:
+        # BigDecimal.valueOf(double): the decimal the DOUBLE prints as.
+        exact = _typed_cast(_typed_cast(x, STRING), DecimalType(38, 18))
+        large = exp.GTE(this=_call("abs", x), expression=exp.Literal.number("1E20"))
+        return exp.Case(ifs=[exp.If(this=large, true=x)], default=_double(_half_up(exact, places))), DOUBLE
+    decimal = t if isinstance(t, DecimalType) else decimal_of(t) if t is not None else DecimalType(10, 0)
+    return _typed_cast(_half_up(_typed_cast(x, decimal), places), decimal), decimal
+
+
+def _extreme(spark: str) -> Callable[[list[Typed]], tuple[exp.Expr, SqlType | None]]:
+    """GREATEST and LEAST: the largest (smallest) value that is not null, of the type
+    every argument widens to."""
+
+    def fn(args: list[Typed]) -> tuple[exp.Expr, SqlType | None]:
+        if not args:
+            raise ArgumentError("takes at least 1 argument, got 0")
+        result = common_type([a.type for a in args])
+        if result is None and any(a.type is not None for a in args):
+            raise ArgumentError(f"the arguments have no common type ({', '.join(ksql_text(a.type) for a in args)})")
+        from tablestream.sql.expressions import cast_to
+
+        values = [cast_to(a, result) if result else a.spark for a in args]
+        return (values[0] if len(values) == 1 else _call(spark, *values)), result
+
+    return fn
+
+
+def _nullif(args: list[Typed]) -> tuple[exp.Expr, SqlType | None]:
+    _arity(args, 2)
+    if common_type([args[0].type, args[1].type]) is None and None not in (args[0].type, args[1].type):
+        raise ArgumentError(f"the arguments have no common type ({ksql_text(args[0].type)}, {ksql_text(args[1].type)})")
+    return _call("nullif", args[0].spark, args[1].spark), args[0].type
+
+
+# -- strings ------------------------------------------------------------------------
+
+
+def _trim(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    _arity(args, 1)
+    _types(args, (STRING,), "a STRING")
+    # Java's String.trim: every character up to U+0020 (Spark's TRIM takes spaces only).
+    return _call("regexp_replace", args[0].spark, exp.Literal.string("^[\\x00-\\x20]+|[\\x00-\\x20]+$"), exp.Literal.string("")), STRING
+
+
+def _pad(spark: str) -> Callable[[list[Typed]], tuple[exp.Expr, SqlType]]:
+    """LPAD and RPAD: null for a negative length or an empty padding, as in ksqlDB."""
+
+    def fn(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+        _arity(args, 3)
+        _types([args[0], args[2]], (STRING,), "STRING input and padding")
+        _types(args[1:2], (INT,), "an INT length")
+        text, length, padding = (a.spark for a in args)
+        bad = exp.Or(
+            this=exp.LT(this=length, expression=exp.Literal.number(0)),
+            expression=exp.EQ(this=padding, expression=exp.Literal.string("")),
+        )
+        return exp.Case(ifs=[exp.If(this=bad, true=exp.Null())], default=_call(spark, text, length, padding)), STRING
+
+    return fn
+
+
+def _initcap(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    _arity(args, 1)
+    _types(args, (STRING,), "a STRING")
+    return _call("initcap", args[0].spark), STRING
+
+
+def _instr(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    """INSTR(string, substring): the position of the first occurrence, from 1; 0 if none."""
+    _arity(args, 2)
+    _types(args, (STRING,), "STRING arguments")
+    return _call("instr", args[0].spark, args[1].spark), INT
+
+
+def _replace(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    _arity(args, 3)
+    _types(args, (STRING,), "STRING arguments")
+    # A null argument gives null, as in ksqlDB (Spark's REPLACE ignores a null search).
+    missing = exp.Or(this=exp.Is(this=args[1].spark, expression=exp.Null()), expression=exp.Is(this=args[2].spark, expression=exp.Null()))
+    return exp.Case(ifs=[exp.If(this=missing, true=exp.Null())], default=_call("replace", *(a.spark for a in args))), STRING
+
+
+def _regexp_replace(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    _arity(args, 3)
+    _types(args, (STRING,), "STRING arguments")
+    return _call("regexp_replace", *(a.spark for a in args)), STRING
+
+
+def _regexp_extract(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    """REGEXP_EXTRACT(pattern, string[, group]): the first match (or its group), null
+    when there is none (Spark's is '')."""
+    _arity(args, 2, 3)
+    _types(args[:2], (STRING,), "a STRING pattern and string")
+    _types(args[2:], (INT,), "an INT group")
+    pattern, text = args[0].spark, args[1].spark
+    group = args[2].spark if len(args) == 3 else exp.Literal.number(0)
+    found = exp.RegexpLike(this=text, expression=pattern)
+    return exp.Case(ifs=[exp.If(this=found, true=_call("regexp_extract", text, pattern, group))]), STRING
+
+
+def _split(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    """SPLIT(string, delimiter): the parts between the occurrences of the delimiter (a
+    literal STRING, not a pattern), empty parts kept; '' splits into characters."""
+    _arity(args, 2)
+    _types(args, (STRING,), "STRING arguments")
+    delimiter = args[1].spark
+    if not (isinstance(delimiter, exp.Literal) and delimiter.is_string):
+        raise ArgumentError("takes the delimiter as a literal STRING")
+    pattern = exp.Literal.string(re.escape(delimiter.this))
+    return _call("split", args[0].spark, pattern, exp.Literal.number(-1)), ArrayType(STRING)
+
+
+def _concat_ws(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    """CONCAT_WS(separator, ...): null arguments skipped; a null separator gives null."""
+    if len(args) < 2:
+        raise ArgumentError(f"takes at least 2 arguments, got {len(args)}")
+    _types(args, (STRING,), "STRING arguments")
+    return _call("concat_ws", *(a.spark for a in args)), STRING
+
+
 SCALAR: dict[str, Callable[[list[Typed]], tuple[exp.Expr, SqlType | None]]] = {
     "ABS": _abs,
+    "CBRT": _of_double("cbrt"),
+    "CEIL": _whole("ceil"),
     "COALESCE": _coalesce_fn,
     "CONCAT": _concat,
+    "CONCAT_WS": _concat_ws,
+    "EXP": _of_double("exp"),
+    "FLOOR": _whole("floor"),
+    "GREATEST": _extreme("greatest"),
     "IFNULL": _ifnull,
+    "INITCAP": _initcap,
+    "INSTR": _instr,
     "LCASE": _case_change("lower"),
+    "LEAST": _extreme("least"),
     "LEN": _len,
+    "LN": _of_double("log"),
+    "LOG": _log,
+    "LPAD": _pad("lpad"),
+    "NULLIF": _nullif,
+    "PI": _pi,
+    "POWER": _power,
+    "REGEXP_EXTRACT": _regexp_extract,
+    "REGEXP_REPLACE": _regexp_replace,
+    "REPLACE": _replace,
+    "ROUND": _round,
+    "RPAD": _pad("rpad"),
+    "SIGN": _sign,
+    "SPLIT": _split,
+    "SQRT": _of_double("sqrt"),
     "SUBSTRING": _substring,
+    "TRIM": _trim,
     "UCASE": _case_change("upper"),
 }

@@ -70,7 +70,8 @@ class TestDriver:
     ``batched``: run piped records only when asked (:meth:`advance`), as one batch;
     ``spark``: the session to use (default: the active one, or a new local session).
     ``processing_errors`` and ``log_skipped_records`` as for
-    :class:`~tablestream.runtime.app.Application`.
+    :class:`~tablestream.runtime.app.Application`; ``topic_partitions``: the partition
+    counts of input topics (by default each has what :meth:`create_input_topic` gives).
     """
 
     __test__ = False
@@ -85,6 +86,7 @@ class TestDriver:
         state_dir: str | Path | None = None,
         processing_errors: str = "log_and_continue",
         log_skipped_records: bool = True,
+        topic_partitions: dict[str, int] | None = None,
     ):
         from ..runtime.failures import ProcessingSettings
         from ..runtime.runner import BatchRunner
@@ -102,7 +104,9 @@ class TestDriver:
             application_id="test-driver",
             run=self.state_dir.name,
         )
-        self._topic_partitions: dict[str, int] = {}
+        # The partition counts of the input topics, known before the checks that need
+        # them (a join's co-partitioning); create_input_topic adds the others.
+        self._topic_partitions: dict[str, int] = dict(topic_partitions or {})
         settings = ProcessingSettings(processing_errors, log_skipped_records)
         self.runner = BatchRunner(
             topology, self.layout, partitions, self._topic_partitions, settings, spark=self.spark
@@ -146,10 +150,11 @@ class TestDriver:
         compiled = compile_sql(statements)
         # Every CREATE TABLE ... AS SELECT is queryable by its name, as in ksqlDB.
         tables = {q.sink_topic: q.target for q in compiled.queries if q.id.startswith("CTAS_")}
-        driver = cls(materialized_topology(compiled.topology, tables), **options)
+        read = {t for node in compiled.topology.sources for t in node.topics}
+        declared = {t: n for t, n in compiled.topics.items() if t in read}
+        driver = cls(materialized_topology(compiled.topology, tables), topic_partitions=declared, **options)
         driver.sql = compiled
         driver._declared_partitions.update(compiled.topics)
-        read = {t for node in compiled.topology.sources for t in node.topics}
         for record in compiled.inserts:
             if record.topic in read:
                 driver.create_input_topic(record.topic).pipe_input(

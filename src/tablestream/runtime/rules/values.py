@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StringType, StructField, StructType
 
-from ...plan.expr import Expr, ExprRef, SqlExpr
+from ...plan.expr import Expr, ExprRef, SqlExpr, record_column
 from ..expressions import JSON_TEXT, RESULT, ValueShape, callable_column, careful_sql, sql_column
 from ..failures import quietly
 from ..frames import Frame
@@ -44,14 +44,22 @@ def is_guarded_expr(expr: Expr) -> bool:
 
 
 def is_key(expr: Expr) -> bool:
-    """Whether ``expr`` is the SQL ``key``: the record's key as it is."""
-    return isinstance(expr, SqlExpr) and expr.sql.lower() == "key"
+    """Whether ``expr`` is the SQL ``key`` (or ``record.key``): the record's key as it is."""
+    return isinstance(expr, SqlExpr) and record_column(expr.tree()) == "key"
+
+
+def is_whole_value(expr: Expr, shape: ValueShape) -> bool:
+    """Whether ``expr`` is the record's whole value: ``record.value``, or ``value`` when
+    the value has no field of that name."""
+    if not isinstance(expr, SqlExpr) or record_column(expr.tree()) != "value":
+        return False
+    return "." in expr.sql or "value" not in (f.lower() for f in shape.fields)
 
 
 def value_expr(expr: Expr, frame: Frame, resolve, *, skip_null: bool = False) -> tuple[Column, ValueShape]:
     """A mapper's result over the frame's ``key`` and ``value`` columns, and its shape."""
     if isinstance(expr, SqlExpr):
-        if expr.sql.lower() == "value":
+        if is_whole_value(expr, frame.value):
             return F.col("value"), frame.value  # the identity keeps JSON text JSON
         col = sql_column(expr, frame.value, key_undeclared=frame.key_undeclared)
     elif expr.kind == "column":
@@ -97,7 +105,7 @@ def selected_key(expr: Expr, frame: Frame, resolve) -> tuple[Column, KeyForm]:
     processing log) with :func:`~tablestream.runtime.expressions.unguarded`, or reads
     :func:`~tablestream.runtime.expressions.guarded_result`."""
     col, shape = value_expr(expr, frame, resolve, skip_null=True)
-    if shape.json_text and isinstance(expr, SqlExpr) and expr.sql.lower() == "value":
+    if shape.json_text and is_whole_value(expr, frame.value):
         return col, KeyForm("typed", StringType())
     if frame.key_undeclared and is_key(expr):
         return col, KeyForm("undeclared")
