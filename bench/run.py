@@ -12,10 +12,12 @@ of every process.
 Peers: ``spark_batch`` (a plain Spark batch query for the same final result),
 ``recompute`` (that query once per micro-batch, against our steady batch),
 ``transform_with_state`` (the same per-key logic with Spark's transformWithState),
-``flink`` (Flink SQL through PyFlink, parallelism 1 and 2, in bench/.venv-flink).
+``flink`` (Flink SQL through PyFlink, parallelism 1 and 2, in bench/.venv-flink),
+``sdp`` (Spark Declarative Pipelines, ``spark-pipelines run`` per update, in
+bench/.venv-sdp).
 
 usage: python bench/run.py [--scale N] [--quick] [--workloads W1,W2,W3,W4]
-                           [--peers spark_batch,recompute,transform_with_state,flink]
+                           [--peers spark_batch,recompute,transform_with_state,flink,sdp]
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from suite.memory import PeakMemory  # noqa: E402
 from suite.report import Report  # noqa: E402
 from suite.workloads import WORKLOADS, Bench, Sizes  # noqa: E402
 
-PEERS = ("spark_batch", "recompute", "transform_with_state", "flink")
+PEERS = ("spark_batch", "recompute", "transform_with_state", "flink", "sdp")
 DEFAULT_PEERS = PEERS
 
 
@@ -70,7 +72,12 @@ def main(argv: list[str] | None = None) -> None:
                 from suite.flink import Flink
 
                 flink = Flink(home / "flink", report, parallelisms=(1,) if args.quick else (1, 2))
-            bench = Bench(spark, home, report, peers, sizes, flink)
+            sdp = None
+            if "sdp" in peers:
+                from suite.sdp import Sdp
+
+                sdp = Sdp(home / "sdp", report)
+            bench = Bench(spark, home, report, peers, sizes, flink, sdp)
             began = time.perf_counter()
             for name in workloads:
                 WORKLOADS[name](bench)

@@ -46,7 +46,7 @@ def query(sql: str, **logs: Log) -> pa.Table:
                 f"CREATE VIEW latest_{name} AS SELECT key, value, timestamp FROM records_{name} "
                 "QUALIFY row_number() OVER (PARTITION BY key ORDER BY seq DESC) = 1 AND value IS NOT NULL"
             )
-        return con.execute(sql).to_arrow_table()
+        return con.sql(sql).to_arrow_table()
     finally:
         con.close()
 

@@ -84,9 +84,9 @@ class Bench:
     """What every workload uses: the Spark session, a store of its own, the report,
     the peers asked for and a scratch directory."""
 
-    def __init__(self, spark, home: Path, report: Report, peers: set[str], sizes: Sizes, flink=None):
+    def __init__(self, spark, home: Path, report: Report, peers: set[str], sizes: Sizes, flink=None, sdp=None):
         self.spark, self.home, self.report, self.peers, self.sizes = spark, home, report, peers, sizes
-        self.flink = flink
+        self.flink, self.sdp = flink, sdp
         self.rng = np.random.default_rng(42)
 
     def store(self, workload: str, topics: dict[str, Log]) -> EmbeddedStore:
@@ -131,9 +131,10 @@ def steady(bench: Bench, app: Application, produce: Callable[[int], None], workl
                                  note="a batch of one change, median of 3"))
 
 
-def our_table(app: Application, store: str, columns: str = "value") -> pa.Table:
-    """A materialized table as Arrow: ``key`` and the value's columns."""
-    return app.table(store).selectExpr("CAST(key AS STRING) AS key", columns).toArrow()
+def our_table(app: Application, store: str, *columns: str) -> pa.Table:
+    """A materialized table as Arrow: ``key`` and ``columns`` (SQL over ``value``;
+    default: ``value``)."""
+    return app.table(store).selectExpr("CAST(key AS STRING) AS key", *(columns or ("value",))).toArrow()
 
 
 # ------------------------------------------------------------------------ Spark peers
@@ -199,7 +200,7 @@ def aggregation_expected(topic: str, log: Log, rows: bool) -> dict[str, pa.Table
 def aggregation_ours(app: Application, topic: str, rows: bool) -> dict[str, pa.Table]:
     ours = {"sums": our_table(app, f"{topic}-sums")}
     if rows:
-        ours["rows"] = our_table(app, f"{topic}-rows", "value.grp AS grp, value.amount AS amount")
+        ours["rows"] = our_table(app, f"{topic}-rows", "value.grp AS grp", "value.amount AS amount")
     return ours
 
 
@@ -252,7 +253,9 @@ def w2(bench: Bench) -> None:
     first = engine_core.changelog(bench.rng, s.w2_keys, (0, s.w2_keys), 0, 0.0)
     first = first.set_column(0, "key", pc.binary_join_element_wise("k", pa.array(keys).cast(pa.string()), "").cast(pa.binary()))
     append(store, topic, log, first)
-    app, _ = aggregation_bootstrap(bench, "W2", store, log, False, s.w2_keys)
+    app, expected = aggregation_bootstrap(bench, "W2", store, log, False, s.w2_keys)
+    if bench.sdp is not None:
+        bench.sdp.update("W2", "bootstrap", {topic: log}, s.w2_keys, expected)
     bootstrap_log = log.copy()
 
     backlog = engine_core.changelog(bench.rng, s.w2_changes, (0, s.w2_keys), 1_000_000_000, 0.05)
@@ -268,6 +271,8 @@ def w2(bench: Bench) -> None:
                                      sample.num_rows / rate, note="the first changes of the backlog, from empty state"))
     if bench.flink is not None:
         bench.flink.catch_up("W2", {topic: bootstrap_log}, {topic: log}, s.w2_changes, expected)
+    if bench.sdp is not None:
+        bench.sdp.update("W2", "catch-up", {topic: log}, s.w2_changes, expected)
 
     ts = [2_000_000_000]
 
@@ -280,6 +285,8 @@ def w2(bench: Bench) -> None:
     checked("W2", "steady", aggregation_ours(app, topic, False), expected)
     spark_peer(bench, "W2", "steady", "recompute", s.batch,
                lambda: aggregation_spark(bench, store, topic, False), expected, runs=3)
+    if bench.sdp is not None:
+        bench.sdp.steady("W2", {topic: log}, produce, lambda: aggregation_expected(topic, log, False), s.batch)
 
 
 # ------------------------------------------------------------------------ W3
@@ -312,7 +319,7 @@ def fk_ours(app: Application) -> dict[str, pa.Table]:
     counts = our_table(app, "product-orders", "value AS orders")
     sums = our_table(app, "product-qty", "value AS qty")
     per_product = counts.join(sums, "key", join_type="full outer")
-    return {"enriched": our_table(app, "enriched", "value.qty AS qty, value.name AS name, value.price AS price"),
+    return {"enriched": our_table(app, "enriched", "value.qty AS qty", "value.name AS name", "value.price AS price"),
             "per_product": per_product}
 
 
@@ -349,6 +356,8 @@ def w3(bench: Bench) -> None:
     spark_peer(bench, "W3", "bootstrap", "spark_batch", bootstrap_records, lambda: fk_spark(bench, store), expected)
     if bench.flink is not None:
         bench.flink.run("W3", "bootstrap", logs, bootstrap_records, expected)
+    if bench.sdp is not None:
+        bench.sdp.update("W3", "bootstrap", logs, bootstrap_records, expected)
     bootstrap_logs = {name: log.copy() for name, log in logs.items()}
 
     ts = [10_000_000]
@@ -373,11 +382,15 @@ def w3(bench: Bench) -> None:
                                           "both sides of the join, no aggregation"))
     if bench.flink is not None:
         bench.flink.catch_up("W3", bootstrap_logs, logs, s.w3_changes, expected)
+    if bench.sdp is not None:
+        bench.sdp.update("W3", "catch-up", logs, s.w3_changes, expected)
 
     steady(bench, app, produce, "W3")
     expected = fk_expected(logs["orders"], logs["products"])
     checked("W3", "steady", fk_ours(app), expected)
     spark_peer(bench, "W3", "steady", "recompute", s.batch, lambda: fk_spark(bench, store), expected, runs=3)
+    if bench.sdp is not None:
+        bench.sdp.steady("W3", logs, produce, lambda: fk_expected(logs["orders"], logs["products"]), s.batch)
 
 
 # ------------------------------------------------------------------------ W4
