@@ -36,8 +36,8 @@ test-slow: install
 	$(VENV)/bin/pytest -q -m slow $(PYTEST_ARGS)
 
 # Every workload against every peer, results checked against DuckDB (docs/performance.md).
-# The Flink peer's venv (bench/.venv-flink) is made on first use. BENCH_ARGS: --scale N,
-# --quick, --workloads W1,W3, --peers spark_batch,flink.
+# The Flink and SDP peers' venvs (bench/.venv-flink, bench/.venv-sdp) are made on first use.
+# BENCH_ARGS: --scale N, --quick, --workloads W1,W3, --peers spark_batch,flink.
 BENCH_ARGS ?=
 bench: install
 	nice -n 19 $(PY) bench/run.py $(BENCH_ARGS)

@@ -65,7 +65,7 @@ def main(spec_path: str) -> None:
     for topic, path in spec["inputs"].items():
         env.execute_sql(
             f"CREATE TABLE raw_{topic} (seq BIGINT, k STRING, {FIELDS[topic]}, deleted BOOLEAN) "
-            f"WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')"
+            f"WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv', 'csv.null-literal' = '')"
         )
         columns = ", ".join(f.split()[0] for f in FIELDS[topic].split(", "))
         if topic in STREAMS:

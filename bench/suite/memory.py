@@ -35,17 +35,23 @@ def _children() -> dict[int, list[int]]:
 def _kind(pid: int, parent_kind: str | None) -> str | None:
     try:
         exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return None
     if exe.startswith("java"):
-        return "flink JVM" if parent_kind == "flink Python driver" else "driver JVM"
+        if parent_kind is not None and parent_kind.startswith("flink"):
+            return "flink JVM"
+        if b".venv-sdp" in cmdline:
+            return "sdp JVM"
+        return "driver JVM"
     if exe.startswith("python"):
+        if parent_kind is not None and parent_kind.startswith("sdp"):
+            return "sdp Python"
         if parent_kind in ("driver JVM", "Python workers"):
             return "Python workers"
         if parent_kind == "flink JVM":
             return "flink Python workers"
-        if any(b"flink" in part for part in cmdline):
+        if b".venv-flink" in cmdline:
             return "flink Python driver"
         return None  # a process of no kind measured (a tool the run starts)
     return None
