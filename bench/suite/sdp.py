@@ -113,7 +113,12 @@ class Sdp:
         env = dict(os.environ, PYSPARK_PYTHON=str(self.python), PYSPARK_DRIVER_PYTHON=str(self.python),
                    SPARK_LOCAL_IP="127.0.0.1")
         env.pop("PYTHONPATH", None)
-        run = subprocess.run([str(VENV / "bin" / "spark-pipelines"), "run"], cwd=project, env=env,
+        # A persistent catalog (Hive's, a Derby metastore in the project): with the default
+        # in-memory one, each run's new server forgets the tables and the second run fails
+        # on their directories (LOCATION_ALREADY_EXISTS). A static setting: the spec's
+        # configuration cannot set it (CANNOT_MODIFY_STATIC_CONFIG).
+        command = [str(VENV / "bin" / "spark-pipelines"), "--conf", "spark.sql.catalogImplementation=hive", "run"]
+        run = subprocess.run(command, cwd=project, env=env,
                              capture_output=True, text=True, check=False)
         stamps = {}
         for line in run.stdout.splitlines():

@@ -34,6 +34,7 @@ from tablestream.runtime.app import Application
 from tablestream.storage.embedded import EmbeddedStore
 from tablestream.storage.topic import TopicConfig
 
+from . import tws
 from .oracle import Log, check, query
 from .report import SYSTEM, Report, Timing
 
@@ -429,10 +430,12 @@ def w4(bench: Bench) -> None:
     s = bench.sizes
     logs = {"customers": Log(), "clicks": Log()}
     store = bench.store("w4", logs)
-    append(store, "customers", logs["customers"], customers(np.arange(s.w4_table), 0))
+    table = customers(np.arange(s.w4_table), 0)
+    append(store, "customers", logs["customers"], table)
     app = Application(enrichment_topology(), "w4", store=store, spark=bench.spark)
     app.run_until_caught_up()  # the table, not timed
-    append(store, "clicks", logs["clicks"], clicks(bench.rng, s.w4_stream, s.w4_table, 1_000_000_000))
+    stream = clicks(bench.rng, s.w4_stream, s.w4_table, 1_000_000_000)
+    append(store, "clicks", logs["clicks"], stream)
     seconds = timed(app.run_until_caught_up)
     expected = {"enriched": query(ENRICHED, **logs)}
     written = Log()
@@ -453,6 +456,13 @@ def w4(bench: Bench) -> None:
         return {"enriched": stream.join(table, "key").select("key", "v.amount", "name", "city")}
 
     spark_peer(bench, "W4", "enrich", "spark_batch", s.w4_stream, spark_join, expected)
+    if "transform_with_state" in bench.peers:
+        sample = Log()
+        sample.add(stream.slice(0, s.tws_sample))
+        seconds, rows = tws.enrich(bench.spark, table, sample.parts[0], bench.home / "peers" / "w4-tws")
+        check("W4 transform_with_state enriched", rows, query(ENRICHED, customers=logs["customers"], clicks=sample))
+        bench.report.compared(Timing("W4", "enrich", "transform_with_state", sample.parts[0].num_rows, seconds,
+                                     validated=True, note="the first stream records, the whole table in state"))
     if bench.flink is not None:
         bench.flink.run("W4", "enrich", logs, s.w4_stream, expected)
 
