@@ -1,10 +1,10 @@
-# Two entry points: `make demo` and `make test`. Both install what they need first.
+# Entry points: `make demo`, `make test` and `make bench`. Each installs what it needs first.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install kafka-jars demo test test-fast test-slow lint clean
+.PHONY: install kafka-jars demo test test-fast test-slow bench lint clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,15 @@ test-fast: install
 test-slow: install
 	$(VENV)/bin/pytest -q -m slow $(PYTEST_ARGS)
 
+# Every workload against every peer, results checked against DuckDB (docs/performance.md).
+# The Flink and SDP peers' venvs (bench/.venv-flink, bench/.venv-sdp) are made on first use.
+# BENCH_ARGS: --scale N, --quick, --workloads W1,W3, --peers spark_batch,flink.
+BENCH_ARGS ?=
+bench: install
+	nice -n 19 $(PY) bench/run.py $(BENCH_ARGS)
+
 lint: install
 	$(VENV)/bin/ruff check src tests bench
 
 clean:
-	rm -rf $(VENV) .tablestream .pytest_cache .hypothesis
+	rm -rf $(VENV) bench/.venv-flink bench/.venv-sdp .tablestream .pytest_cache .hypothesis

@@ -1,0 +1,98 @@
+"""What a run prints: a JSON line per measurement as soon as it is made, then a table."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+
+SYSTEM = "tablestream"
+
+
+@dataclass
+class Timing:
+    """``seconds`` to process ``records`` in one phase of a workload; ``validated``: the
+    result was checked against DuckDB's (exactly), ``None`` when the phase leaves no
+    result of its own (a steady batch, checked with the phase's last one)."""
+
+    workload: str
+    phase: str
+    system: str
+    records: int
+    seconds: float
+    validated: bool | None = None
+    note: str = ""
+
+    @property
+    def per_record(self) -> float:
+        return self.seconds / max(self.records, 1)
+
+
+class Report:
+    def __init__(self, out=sys.stdout):
+        self.out = out
+        self.ours: dict[tuple[str, str], Timing] = {}
+        self.lines: list[dict] = []
+
+    def _emit(self, line: dict) -> None:
+        self.lines.append(line)
+        print(json.dumps(line), file=self.out, flush=True)
+
+    def measured(self, timing: Timing) -> None:
+        """Our time in a phase: a line of its own (peer ``null``)."""
+        self.ours[timing.workload, timing.phase] = timing
+        self._emit(self._line(timing, None))
+
+    def compared(self, peer: Timing) -> None:
+        """A peer's time in a phase we measured: ``ratio`` = the peer's time over ours,
+        per record (the same records but for a peer measured on a sample)."""
+        self._emit(self._line(self.ours[peer.workload, peer.phase], peer))
+
+    @staticmethod
+    def _line(ours: Timing, peer: Timing | None) -> dict:
+        line = {
+            "workload": ours.workload,
+            "phase": ours.phase,
+            "system": SYSTEM,
+            "peer": None if peer is None else peer.system,
+            "records": ours.records,
+            "seconds": round(ours.seconds, 3),
+            "ratio": None if peer is None else round(peer.per_record / ours.per_record, 2),
+            "validated": ours.validated,
+        }
+        if peer is not None:
+            line.update(peer_records=peer.records, peer_seconds=round(peer.seconds, 3),
+                        peer_validated=peer.validated)
+            if peer.note:
+                line["note"] = peer.note
+        elif ours.note:
+            line["note"] = ours.note
+        return line
+
+    def memory(self, peaks: dict[str, float]) -> None:
+        self._emit({"peak_memory_mib": {kind: round(mib, 1) for kind, mib in sorted(peaks.items())}})
+
+    def table(self, peaks: dict[str, float]) -> None:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="tablestream against its peers (ratio = peer time / ours, per record)")
+        for column in ("workload", "phase", "records", "seconds", "records/s", "peer", "peer s", "ratio"):
+            table.add_column(column, justify="left" if column in ("workload", "phase", "peer") else "right")
+        for line in self.lines:
+            if "workload" not in line:
+                continue
+            rate = line["records"] / line["seconds"] if line["seconds"] else float("inf")
+            table.add_row(
+                line["workload"], line["phase"], f"{line['records']:,}", f"{line['seconds']:.3f}",
+                f"{rate:,.0f}", line["peer"] or "", "" if line["peer"] is None else f"{line['peer_seconds']:.3f}",
+                "" if line["ratio"] is None else f"{line['ratio']:.2f}",
+            )
+        memory = Table(title="peak memory (VmHWM, MiB; a kind's processes alive at once summed)")
+        memory.add_column("process")
+        memory.add_column("MiB", justify="right")
+        for kind, mib in sorted(peaks.items()):
+            memory.add_row(kind, f"{mib:,.0f}")
+        console = Console(file=self.out, width=140)
+        console.print(table)
+        console.print(memory)

@@ -1,0 +1,101 @@
+"""The benchmark suite (``make bench``): its check against DuckDB, its reading of Flink's
+changelogs, its report lines; and a ``--quick`` run of every workload with the in-process
+peers, whose lines must have the documented shape and say that every result was checked."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+
+from suite.flink import fold  # noqa: E402
+from suite.oracle import Log, Mismatch, check, query  # noqa: E402
+from suite.report import Report, Timing  # noqa: E402
+
+KEYS = {"workload", "phase", "system", "peer", "records", "seconds", "ratio"}
+
+
+def _log(*records: tuple[str, str | None]) -> Log:
+    log = Log()
+    log.add(pa.table({"key": pa.array([k.encode() for k, _ in records], pa.binary()),
+                      "value": pa.array([None if v is None else v.encode() for _, v in records], pa.binary()),
+                      "timestamp": pa.array(range(len(records)), pa.int64())}))
+    return log
+
+
+def test_latest_rows_and_check():
+    log = _log(("a", '{"n": 1}'), ("b", '{"n": 2}'), ("a", '{"n": 3}'), ("b", None))
+    latest = query("SELECT key, CAST(json_extract(value, '$.n') AS BIGINT) AS n FROM latest_t", t=log)
+    assert latest.to_pylist() == [{"key": "a", "n": 3}]
+    check("same rows, other types", pa.table({"n": ["3"], "key": ["a"]}), latest)
+    with pytest.raises(Mismatch, match=r"1 rows, DuckDB 1; not expected \[\(.a., .1.\)\]; missing \[\(.a., .3.\)\]"):
+        check("another value", pa.table({"key": ["a"], "n": [1]}), latest)
+    with pytest.raises(Mismatch, match="2 rows, DuckDB 1"):
+        check("a row twice", pa.table({"key": ["a", "a"], "n": [3, 3]}), latest)
+
+
+def test_flink_changelog_folds_into_its_rows(tmp_path):
+    # Two part files, as two subtasks write them: an update, a delete, an insert.
+    (tmp_path / "part-0").write_text("\n".join(json.dumps(c) for c in [
+        {"before": None, "after": {"key": "a", "v": 1}, "op": "c"},
+        {"before": {"key": "a", "v": 1}, "after": {"key": "a", "v": 2}, "op": "u"},
+    ]) + "\n")
+    (tmp_path / ".part-1-inprogress").write_text("\n".join(json.dumps(c) for c in [
+        {"before": None, "after": {"key": "b", "v": 5}, "op": "c"},
+        {"before": {"key": "b", "v": 5}, "after": None, "op": "d"},
+        {"before": None, "after": {"key": "c", "v": 7}, "op": "c"},
+    ]) + "\n")
+    assert sorted(fold(tmp_path, ["key", "v"]).to_pylist(), key=str) == [{"key": "a", "v": 2}, {"key": "c", "v": 7}]
+    (tmp_path / "part-2").write_text(json.dumps({"before": {"key": "z", "v": 0}, "after": None, "op": "d"}) + "\n")
+    with pytest.raises(AssertionError, match="retracts rows it never wrote"):
+        fold(tmp_path, ["key", "v"])
+
+
+def test_report_ratio_is_per_record():
+    out = io.StringIO()
+    report = Report(out)
+    report.measured(Timing("W2", "catch-up", "tablestream", 1_000, 2.0, validated=True))
+    report.compared(Timing("W2", "catch-up", "transform_with_state", 100, 4.0))
+    ours, peer = (json.loads(line) for line in out.getvalue().splitlines())
+    assert KEYS <= set(ours) and ours["peer"] is None and ours["ratio"] is None
+    assert peer["peer"] == "transform_with_state" and peer["ratio"] == 20.0 and peer["seconds"] == 2.0
+
+
+@pytest.mark.slow
+def test_quick_run_checks_every_result():
+    env = dict(os.environ, PYTHONPATH=str(BENCH.parent / "src"))
+    run = subprocess.run(
+        [sys.executable, str(BENCH / "run.py"), "--quick", "--peers", "spark_batch,recompute,transform_with_state"],
+        capture_output=True, text=True, env=env, timeout=3600, check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    measurements = [line for line in lines if "workload" in line]
+    for line in measurements:
+        assert KEYS <= set(line), line
+        assert line["system"] == "tablestream" and line["seconds"] > 0
+        if line["peer"] is not None:
+            assert line["ratio"] > 0
+    ours = {(m["workload"], m["phase"]): m for m in measurements if m["peer"] is None}
+    assert set(ours) == {
+        ("W1", "bootstrap"), ("W2", "bootstrap"), ("W2", "catch-up"), ("W2", "steady"), ("W2", "steady-floor"),
+        ("W3", "bootstrap"), ("W3", "catch-up"), ("W3", "steady"), ("W3", "steady-floor"), ("W4", "enrich"),
+    }
+    assert all(m["validated"] for (_, phase), m in ours.items() if not phase.startswith("steady"))
+    peers = {(m["workload"], m["phase"], m["peer"]): m for m in measurements if m["peer"] is not None}
+    assert {("W1", "bootstrap", "spark_batch"), ("W2", "steady", "recompute"), ("W3", "steady", "recompute"),
+            ("W3", "catch-up", "transform_with_state"), ("W4", "enrich", "spark_batch"),
+            ("W4", "enrich", "transform_with_state")} <= set(peers)
+    assert all(m["peer_validated"] for key, m in peers.items() if key[2] in ("spark_batch", "recompute")
+               or key[0] == "W4")
+    memory = next(line["peak_memory_mib"] for line in lines if "peak_memory_mib" in line)
+    assert memory["driver JVM"] > 0 and memory["Python driver"] > 0 and memory["Python workers"] > 0
