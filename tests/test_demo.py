@@ -11,6 +11,8 @@ from tablestream.demo import (
     BASE_TS,
     PHASE_ONE,
     create_demo_topics,
+    demo_sql_application,
+    demo_tables,
     demo_topology,
     produce_demo_data,
 )
@@ -92,3 +94,44 @@ def test_demo_application(spark, tmp_path):
         ("orders", "KSTREAM-JOIN-0000000016: null value: a stream-table join skips it (record skipped)"),
         ("orders", "value: line 1 column 74: Expecting value"),
     ]
+
+
+def _records(store, topic: str) -> dict:
+    """A topic's records per (partition, key): their values and timestamps in offset order."""
+    out: dict = {}
+    for r in sorted(store.consume(topic), key=lambda r: (r.partition, r.offset)):
+        out.setdefault((r.partition, r.key), []).append((r.value, r.timestamp))
+    return out
+
+
+def _demo_outputs(spark, store, sql: bool) -> dict:
+    create_demo_topics(store)
+    produce_demo_data(store, slice(0, PHASE_ONE))
+    topology = demo_sql_application(store).topology if sql else demo_topology()
+    app = Application(topology, "demo", store=store, spark=spark)
+    app.run_until_caught_up()
+    first = demo_tables(app, store, sql)
+    produce_demo_data(store, slice(PHASE_ONE, None))
+    app.run_until_caught_up()
+    logged = [json.loads(r.value) for r in store.consume("demo-processing-log")]
+    return {
+        "tables after step 1": first,
+        "tables after step 2": demo_tables(app, store, sql),
+        "enriched-orders": _records(store, "enriched-orders"),
+        "revenue-changes": _records(store, "revenue-changes"),
+        "malformed records": sorted(
+            (e["topic"], e["partition"], e["offset"], e["error"]) for e in logged if e["error"].startswith("value:")
+        ),
+    }
+
+
+def test_sql_demo_gives_the_outputs_of_the_dsl_demo(spark, tmp_path):
+    """demo.sql (``tablestream demo --sql``) over the same data: the same tables after
+    each step, the same records (keys, values, timestamps, partitions) in the
+    enriched-orders and revenue-changes topics, the same malformed record logged."""
+    dsl = _demo_outputs(spark, EmbeddedStore(tmp_path / "dsl"), sql=False)
+    sql = _demo_outputs(spark, EmbeddedStore(tmp_path / "sql"), sql=True)
+    assert sql["tables after step 1"]["revenue-per-customer"] == {1: 135.25, 2: 80.5, 3: 300.0}
+    assert len(sql["malformed records"]) == 1
+    for output in dsl:
+        assert sql[output] == dsl[output], output

@@ -602,12 +602,15 @@ def demo(
         str | None, typer.Option("--dir", help="Store directory for the demo (default: a new temporary one).")
     ] = None,
     bootstrap_servers: Bootstrap = None,
+    sql: Annotated[
+        bool, typer.Option("--sql", help="Run the demo's application from its ksqlDB statements (examples/demo.sql).")
+    ] = False,
 ) -> None:
     """Run the change-data-capture demo on an embedded store of its own, or with its
     topics on a Kafka cluster (--bootstrap-servers; the topics must not exist yet)."""
     from .demo import run_demo
 
-    _run(lambda: run_demo(directory, stdout, bootstrap_servers))
+    _run(lambda: run_demo(directory, stdout, bootstrap_servers, sql=sql))
 
 
 def _formats(config: TopicConfig):

@@ -11,6 +11,10 @@ replace), counts customers per tier, enriches each order with its customer (a
 stream-table join, as of the order's time), prices every order line with its product (a
 foreign-key join: a price change reaches every line of the product), and sends the
 malformed record to its processing log.
+
+The same application is also written as ksqlDB statements (``demo.sql``, also
+``examples/demo.sql``): ``tablestream demo --sql`` runs them on the same data and prints
+the same tables.
 """
 
 from __future__ import annotations
@@ -93,9 +97,23 @@ LINE_CHANGES: list[tuple[str, dict | None, int]] = [
 
 PHASE_ONE = 4
 
+#: The demo's application as ksqlDB statements (``tablestream demo --sql``).
+DEMO_SQL = Path(__file__).with_name("demo.sql")
+
+#: Where each table the demo prints is: its materialized store (the DSL application),
+#: or the topic the SQL query writes its changelog to, with the topic's key type.
+DEMO_TABLES = {
+    "revenue-per-customer": ("revenue-changes", "BIGINT"),
+    "customers-per-tier": ("customers-per-tier", "STRING"),
+    "priced-lines": ("priced-lines", "STRING"),
+}
+
 #: The demo application's topics: sources, outputs, processing log (and on Kafka, its
 #: commit markers).
 SOURCE_TOPICS = ("customers", "orders", "products", "order-lines")
+#: Their partition counts (the two topics of the stream-table join alike, as ksqlDB
+#: requires of a join's sources).
+SOURCE_PARTITIONS = {"customers": 3, "orders": 3, "products": 1, "order-lines": 2}
 OUTPUT_TOPICS = ("revenue-changes", "enriched-orders", "demo-processing-log")
 MARKER_TOPIC = "demo-batch-commits"
 
@@ -110,7 +128,7 @@ def create_demo_topics(store: TopicStore) -> None:
     store.create_topic(
         TopicConfig(
             "customers",
-            partitions=2,
+            partitions=SOURCE_PARTITIONS["customers"],
             cleanup_policy="compact",
             delete_retention_ms=0,
             retention_ms=-1,
@@ -119,12 +137,12 @@ def create_demo_topics(store: TopicStore) -> None:
         )
     )
     store.create_topic(
-        TopicConfig("orders", partitions=3, retention_ms=-1, key_schema="BIGINT", value_schema=ORDER_SCHEMA)
+        TopicConfig("orders", partitions=SOURCE_PARTITIONS["orders"], retention_ms=-1, key_schema="BIGINT", value_schema=ORDER_SCHEMA)
     )
     store.create_topic(
-        TopicConfig("products", partitions=1, cleanup_policy="compact", retention_ms=-1, value_schema=PRODUCT_SCHEMA)
+        TopicConfig("products", partitions=SOURCE_PARTITIONS["products"], cleanup_policy="compact", retention_ms=-1, value_schema=PRODUCT_SCHEMA)
     )
-    store.create_topic(TopicConfig("order-lines", partitions=2, retention_ms=-1, value_schema=LINE_SCHEMA))
+    store.create_topic(TopicConfig("order-lines", partitions=SOURCE_PARTITIONS["order-lines"], retention_ms=-1, value_schema=LINE_SCHEMA))
 
 
 def produce_demo_data(store: TopicStore, phase: slice = slice(None)) -> None:
@@ -182,11 +200,39 @@ def demo_topology():
     return builder.build()
 
 
-def run_demo(directory: str | None, console: Console, bootstrap_servers: str | None = None) -> None:
+def demo_sql_application(store: TopicStore):
+    """The compiled ``demo.sql`` against ``store`` (which holds the demo's topics): the
+    topics its queries write are created, with no retention limit (the records carry
+    2026 timestamps) and the partitions ksqlDB gives them."""
+    from .sql.compiler import compile_sql
+    from .sql.script import prepare_script
+
+    sql = DEMO_SQL.read_text(encoding="utf-8")
+    existing = set(store.list_topics())
+    partitions = {t: store.topic_config(t).partitions for t in SOURCE_TOPICS if t in existing}
+    compiled = compile_sql(sql, topic_partitions=partitions.get)
+    for topic, count in compiled.topics.items():
+        if topic not in existing:
+            store.create_topic(TopicConfig(topic, partitions=count, retention_ms=-1))
+    return prepare_script(sql, store)[0]
+
+
+def _sql_topics() -> set[str]:
+    """The topics ``demo.sql``'s queries write."""
+    from .sql.compiler import compile_sql
+
+    compiled = compile_sql(DEMO_SQL.read_text(encoding="utf-8"), topic_partitions=SOURCE_PARTITIONS.get)
+    return set(compiled.topics) - set(SOURCE_TOPICS)
+
+
+def run_demo(
+    directory: str | None, console: Console, bootstrap_servers: str | None = None, sql: bool = False
+) -> None:
     """Run the demo in ``directory`` (default: a new temporary one): on an embedded store
     there, or with its topics on the Kafka cluster at ``bootstrap_servers`` (the
     application's own files stay in the directory). On Kafka, every topic the demo writes
-    must be new: :class:`DemoError` names those that exist."""
+    must be new: :class:`DemoError` names those that exist. ``sql``: the application is
+    ``demo.sql``'s statements instead of the DSL program."""
     from pyspark.sql import SparkSession
 
     from .runtime.app import Application
@@ -196,7 +242,8 @@ def run_demo(directory: str | None, console: Console, bootstrap_servers: str | N
     store: EmbeddedStore | KafkaStore
     if bootstrap_servers:
         store = KafkaStore(bootstrap_servers)
-        taken = sorted(set(store.list_topics()) & {*SOURCE_TOPICS, *OUTPUT_TOPICS, MARKER_TOPIC})
+        written = {*OUTPUT_TOPICS, *_sql_topics()} if sql else set(OUTPUT_TOPICS)
+        taken = sorted(set(store.list_topics()) & {*SOURCE_TOPICS, *written, MARKER_TOPIC})
         if taken:
             raise DemoError(
                 f"The demo's topics already exist on {bootstrap_servers}: {', '.join(taken)} "
@@ -220,17 +267,20 @@ def run_demo(directory: str | None, console: Console, bootstrap_servers: str | N
     console.print("Starting Spark (local) ...")
     started_here = SparkSession.getActiveSession() is None
     spark = get_spark(app_name="tablestream-demo")
-    app = Application(
-        demo_topology(), "demo", store=store, home=root, spark=spark, progress=batch_lines(console)
-    )
+    if sql:
+        compiled = demo_sql_application(store)
+        topology = compiled.topology
+        console.print(f"Queries of {DEMO_SQL.name}: {', '.join(q.id for q in compiled.queries)}")
+    else:
+        topology = demo_topology()
+    app = Application(topology, "demo", store=store, home=root, spark=spark, progress=batch_lines(console))
     console.print()
     console.print(app.describe(), markup=False, highlight=False)
 
     app.run_until_caught_up()
     console.print(f"[bold]1.[/bold] {PHASE_ONE} customers and {PHASE_ONE} orders processed.\n")
-    before = _contents(app, "revenue-per-customer")
-    tiers_before = _contents(app, "customers-per-tier")
-    priced_before = _contents(app, "priced-lines")
+    tables = demo_tables(app, store, sql)
+    before, tiers_before, priced_before = (tables[t] for t in DEMO_TABLES)
 
     produce_demo_data(store, slice(PHASE_ONE, None))
     app.run_until_caught_up()
@@ -240,7 +290,8 @@ def run_demo(directory: str | None, console: Console, bootstrap_servers: str | N
         "orders 105 and 106 added, and one malformed order; punch cards went up to 2.00, the cobol "
         "manual was discontinued, the bombe went down to 250.00, and order lines changed.\n"
     )
-    after = _contents(app, "revenue-per-customer")
+    tables = demo_tables(app, store, sql)
+    after, tiers, priced = (tables[t] for t in DEMO_TABLES)
     table = Table(title="revenue-per-customer (a correction and a cancellation retract what they replace)", title_justify="left", title_style="bold")
     for column in ("customer", "after step 1", "after step 2"):
         table.add_column(column)
@@ -248,7 +299,6 @@ def run_demo(directory: str | None, console: Console, bootstrap_servers: str | N
         table.add_row(str(customer), _money(before.get(customer)), _money(after.get(customer)))
     console.print(table)
 
-    tiers = _contents(app, "customers-per-tier")
     table = Table(title="customers-per-tier", title_justify="left", title_style="bold")
     for column in ("tier", "after step 1", "after step 2"):
         table.add_column(column)
@@ -256,7 +306,6 @@ def run_demo(directory: str | None, console: Console, bootstrap_servers: str | N
         table.add_row(tier, str(tiers_before.get(tier, "-")), str(tiers.get(tier, "- (deleted)")))
     console.print(table)
 
-    priced = _contents(app, "priced-lines")
     table = Table(
         title="priced-lines (a foreign-key join: the bombe's price change reached every bombe line)",
         title_justify="left", title_style="bold",
@@ -309,6 +358,27 @@ def _committed(store: EmbeddedStore | KafkaStore, topic: str) -> list[Record]:
     if isinstance(store, KafkaStore):
         return store.consume(topic, read_committed=True)
     return store.consume(topic)
+
+
+def demo_tables(app, store: EmbeddedStore | KafkaStore, sql: bool) -> dict[str, dict]:
+    """The contents of the tables the demo prints: the DSL application's materialized
+    stores, or the changelogs the SQL queries write, folded by key."""
+    if not sql:
+        return {name: _contents(app, name) for name in DEMO_TABLES}
+    from .storage.formats import get_format
+
+    value = get_format("JSON", None)
+    tables: dict[str, dict] = {}
+    for name, (topic, key_type) in DEMO_TABLES.items():
+        key = get_format("KAFKA", key_type)
+        rows: dict = {}
+        for record in sorted(_committed(store, topic), key=lambda r: (r.partition, r.offset)):
+            if record.value is None:
+                rows.pop(key.deserialize(record.key), None)
+            else:
+                rows[key.deserialize(record.key)] = value.deserialize(record.value)
+        tables[name] = rows
+    return tables
 
 
 def _contents(app, table: str) -> dict:

@@ -120,3 +120,111 @@ def test_rerun_with_changed_statements(spark, tmp_path):
     cli(home, "run", str(script), "--until-idle")
     # Started over: both orders in its first batch.
     assert consumed(home, "PER_CUSTOMER")[2:] == [("ada", {"TOTAL": 10.0}, 8)]
+
+
+# A foreign-key join and a grouped table aggregation, fed step by step.
+JOIN_AND_AGGREGATE = """
+CREATE TABLE products (id STRING PRIMARY KEY, price DOUBLE)
+  WITH (kafka_topic='products', key_format='kafka', value_format='json');
+CREATE TABLE lines (id BIGINT PRIMARY KEY, product_id STRING, qty INT)
+  WITH (kafka_topic='lines', key_format='kafka', value_format='json');
+CREATE TABLE priced AS
+  SELECT l.id, product_id AS product, qty * price AS total
+  FROM lines l JOIN products p ON l.product_id = p.id;
+CREATE TABLE users (id BIGINT PRIMARY KEY, region STRING, credit INT)
+  WITH (kafka_topic='users', key_format='kafka', value_format='json');
+CREATE TABLE per_region AS
+  SELECT region, COUNT(*) AS users, SUM(credit) AS credit FROM users GROUP BY region;
+"""
+
+# (topic, key, value, timestamp): updates, a moved foreign key, a deleted product, a
+# user moving to another group.
+STEPS = [
+    ("products", "kettle", {"PRICE": 20.0}, 1),
+    ("lines", 1, {"PRODUCT_ID": "kettle", "QTY": 2}, 2),
+    ("lines", 2, {"PRODUCT_ID": "kettle", "QTY": 1}, 3),
+    ("products", "kettle", {"PRICE": 25.0}, 4),
+    ("lines", 1, {"PRODUCT_ID": "mug", "QTY": 2}, 5),
+    ("products", "mug", {"PRICE": 3.0}, 6),
+    ("products", "kettle", None, 7),
+    ("users", 1, {"REGION": "eu", "CREDIT": 5}, 8),
+    ("users", 2, {"REGION": "eu", "CREDIT": 3}, 9),
+    ("users", 1, {"REGION": "us", "CREDIT": 5}, 10),
+    ("users", 3, {"REGION": "us", "CREDIT": 1}, 11),
+]
+
+
+def _per_key(records: list[tuple]) -> dict:
+    """Each key's records (value, timestamp) in the order ``consume`` gives them."""
+    out: dict = {}
+    for key, value, timestamp in records:
+        out.setdefault(key, []).append((value, timestamp))
+    return out
+
+
+def _run_script(tmp_path, steps_per_run: int) -> tuple[dict, dict]:
+    script = tmp_path / "app.sql"
+    script.write_text(JOIN_AND_AGGREGATE)
+    home = tmp_path / "home"
+    for topic, partitions, key in (("products", 2, "STRING"), ("lines", 1, "BIGINT"), ("users", 2, "BIGINT")):
+        cli(home, "topics", "create", topic, "--partitions", str(partitions), "--compact", "--key-schema", key)
+    for start in range(0, len(STEPS), steps_per_run):
+        for topic, key, value, timestamp in STEPS[start : start + steps_per_run]:
+            produce(home, topic, {"key": key, "value": value, "timestamp": timestamp})
+        cli(home, "run", str(script), "--until-idle")
+    return _per_key(consumed(home, "PRICED")), _per_key(consumed(home, "PER_REGION"))
+
+
+def test_a_record_per_run_gives_the_changelogs_record_for_record(spark, tmp_path):
+    """One record produced and one ``run --until-idle`` per step: each run is a batch of
+    one record, and the outputs are the per-record changelogs (a join's timestamp is
+    the later of its inputs'; a line whose product is missing or deleted is deleted)."""
+    priced, per_region = _run_script(tmp_path, steps_per_run=1)
+    assert priced == {
+        1: [
+            ({"PRODUCT": "kettle", "TOTAL": 40.0}, 2),
+            ({"PRODUCT": "kettle", "TOTAL": 50.0}, 4),
+            (None, 5),
+            ({"PRODUCT": "mug", "TOTAL": 6.0}, 6),
+        ],
+        2: [({"PRODUCT": "kettle", "TOTAL": 20.0}, 3), ({"PRODUCT": "kettle", "TOTAL": 25.0}, 4), (None, 7)],
+    }
+    assert per_region == {
+        "eu": [
+            ({"USERS": 1, "CREDIT": 5}, 8),
+            ({"USERS": 2, "CREDIT": 8}, 9),
+            ({"USERS": 1, "CREDIT": 3}, 10),
+        ],
+        "us": [({"USERS": 1, "CREDIT": 5}, 10), ({"USERS": 2, "CREDIT": 6}, 11)],
+    }
+
+
+def test_all_records_in_one_run_give_one_record_per_key(spark, tmp_path):
+    """Every record produced first, then one ``run --until-idle``: one batch, so each key
+    gets one record, its final row, and a key whose row came and went gets none."""
+    priced, per_region = _run_script(tmp_path, steps_per_run=len(STEPS))
+    assert priced == {1: [({"PRODUCT": "mug", "TOTAL": 6.0}, 6)]}
+    # eu's timestamp: see test_a_batch_stamps_a_group_with_its_last_change.
+    assert [value for value, _ in per_region.pop("eu")] == [{"USERS": 1, "CREDIT": 3}]
+    assert per_region == {"us": [({"USERS": 2, "CREDIT": 6}, 11)]}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a batch stamps a table aggregate's group with its members' latest timestamp (9), "
+    "not with the change that left it (10), which the per-record changelog's last record has",
+)
+def test_a_batch_stamps_a_group_with_its_last_change(spark):
+    """Three changes of the users table in one batch: eu's one record is the last one the
+    per-record changelog emits for it, timestamp included (user 1 leaving eu at 10)."""
+    from tablestream.testing.driver import TestDriver, TestRecord
+
+    with TestDriver.from_sql(JOIN_AND_AGGREGATE, spark=spark, batched=True) as driver:
+        users = driver.create_input_topic("users")
+        for _, key, value, timestamp in STEPS[7:10]:
+            users.pipe_input(key, value, timestamp)
+        driver.advance()
+        assert sorted(driver.sql_output("PER_REGION").read_records(), key=lambda r: r.key) == [
+            TestRecord("eu", {"USERS": 1, "CREDIT": 3}, 10),
+            TestRecord("us", {"USERS": 1, "CREDIT": 5}, 10),
+        ]

@@ -15,6 +15,7 @@ from tablestream.plan import (
     SqlExpr,
     StreamSource,
     TableSource,
+    ToTable,
     ToTopic,
 )
 from tablestream.plan.joins import ForeignKeyJoin, StreamTableJoin
@@ -74,6 +75,24 @@ def test_a_source_is_read_once_and_only_when_a_query_uses_it():
         ("KSTREAM-SOURCE-0000000000", "A"),
         ("KSTREAM-SOURCE-0000000000", "B"),
     ]
+
+
+def test_a_table_over_a_declared_streams_topic_is_that_stream_made_a_table():
+    """ksqlDB reads one topic as a stream and as a table; one plan reads it once."""
+    table = "CREATE SOURCE TABLE current (user_id BIGINT PRIMARY KEY, url STRING, ms INT) WITH (kafka_topic='clicks', value_format='json');\n"
+    compiled = compile_sql(
+        CLICKS + table + "CREATE STREAM slow AS SELECT user_id, url FROM clicks WHERE ms > 100;\n"
+        "CREATE TABLE per_url AS SELECT url, COUNT(*) AS n FROM current GROUP BY url;"
+    )
+    sources = [n for n in compiled.topology.nodes if isinstance(n, (StreamSource, TableSource))]
+    assert [(type(n).__name__, n.topics) for n in sources] == [("StreamSource", ("clicks",))]
+    to_table = next(n for n in compiled.topology.nodes if isinstance(n, ToTable))
+    assert (to_table.parent, to_table.store, to_table.queryable) == ("KSTREAM-SOURCE-0000000000", "CURRENT", True)
+    # Other columns than the stream's: two sources of one topic, refused as before.
+    other = "CREATE TABLE t (user_id BIGINT PRIMARY KEY, url STRING) WITH (kafka_topic='clicks', value_format='json');\n"
+    assert "Topic clicks has already been registered by another source" in error_of(
+        CLICKS + other + "CREATE STREAM a AS SELECT * FROM clicks; CREATE TABLE b AS SELECT * FROM t;"
+    )
 
 
 def test_a_query_reads_the_output_of_another_directly():

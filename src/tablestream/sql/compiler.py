@@ -410,7 +410,21 @@ class SqlCompiler:
                 info.facade = self.builder.stream(info.topic, **common)
             else:
                 store = info.name if info.read_only else None
-                info.facade = self.builder.table(info.topic, materialized_as=store, **common)
+                # A topic is read once per plan: a table over the topic of a declared
+                # stream with the same formats and columns is that stream's to_table().
+                stream = next(
+                    (
+                        other for other in self.result.sources.values()
+                        if other.kind == "STREAM" and other.query_id is None and other.topic == info.topic
+                        and (other.key_format, other.value_format, other.key_schema, other.value_schema)
+                        == (info.key_format, info.value_format, key_schema, value_schema)
+                    ),
+                    None,
+                )
+                if stream is not None:
+                    info.facade = self._facade(stream).to_table(materialized_as=store)
+                else:
+                    info.facade = self.builder.table(info.topic, materialized_as=store, **common)
         return info.facade
 
     # -- statements with queries -------------------------------------------------------

@@ -1,0 +1,1 @@
+../src/tablestream/demo.sql
