@@ -197,17 +197,21 @@ class SqlCompiler:
     def execute(self, sql: str) -> list[st.Statement]:
         """Parse and compile every statement of ``sql``; returns the statements."""
         statements = parse_script(sql)
-        self.sql = sql
         for statement in statements:
-            self._statement = statement
-            try:
-                self._execute(statement)
-            except SqlError:
-                raise
-            except TablestreamError as error:
-                # A DSL or plan error (a name, a format) still names the statement.
-                raise self.error(statement.position, str(error)) from None
+            self.compile_statement(statement, sql)
         return statements
+
+    def compile_statement(self, statement: st.Statement, sql: str) -> None:
+        """Compile ``statement``, parsed from ``sql`` (its positions are in ``sql``)."""
+        self.sql = sql
+        self._statement = statement
+        try:
+            self._execute(statement)
+        except SqlError:
+            raise
+        except TablestreamError as error:
+            # A DSL or plan error (a name, a format) still names the statement.
+            raise self.error(statement.position, str(error)) from None
 
     def _execute(self, statement: st.Statement) -> None:
         handlers: dict[type, Callable[[Any], None]] = {

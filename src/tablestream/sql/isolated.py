@@ -16,11 +16,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
-from tablestream.errors import TablestreamError
 from tablestream.sql import statements as st
 from tablestream.sql.catalog import SourceInfo
 from tablestream.sql.compiler import SqlCompiler
-from tablestream.sql.errors import SqlError
 
 __all__ = ["StatementCompiler"]
 
@@ -59,17 +57,6 @@ class StatementCompiler(SqlCompiler):
     def next_number(self) -> int:
         """The number the next query will take."""
         return self._query_count
-
-    def compile_statement(self, statement: st.Statement, sql: str) -> None:
-        """Compile ``statement``, parsed from ``sql`` (its positions are in ``sql``)."""
-        self.sql = sql
-        self._statement = statement
-        try:
-            self._execute(statement)
-        except SqlError:
-            raise
-        except TablestreamError as error:
-            raise self.error(statement.position, str(error)) from None
 
     def _facade(self, info: SourceInfo):
         # A source table is materialized by its own query only; another query reads its
