@@ -70,9 +70,9 @@ class Sizes:
         def n(x: int) -> int:
             return max(1, int(x * scale))
 
-        # W1 and W4 at a fifth of the sizes (10M records over 2M keys; 5M
+        # W1 and W4 at a fifth of their full sizes (10M records over 2M keys; 5M
         # records against 1M rows) so that the whole run fits in 15 minutes here;
-        # --scale 5 gives the sizes.
+        # --scale 5 gives the full sizes.
         return cls(n(2_000_000), n(400_000), n(1_000_000), n(1_000_000), n(1_000_000), n(100_000),
                    n(1_000_000), n(1_000_000), n(200_000), 10_000, 8, 20_000)
 
