@@ -142,7 +142,7 @@ def sql_column(
             return exp.column(value)
         if lowered == "rowtime":
             return exp.column(ts)
-        available = ", ".join(["key", "value", "rowtime", *shape.fields, *(f"{RECORD}.{n}" for n in own)])
+        available = ", ".join(["key", "value", "rowtime", *shape.fields])
         raise ExpressionError(f"{describe(expr)}: unknown column '{name}' (columns: {available})")
 
     def bind(tree: exp.Expression) -> Column:
