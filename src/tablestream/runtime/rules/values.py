@@ -27,12 +27,6 @@ def json_of(value: Any) -> str | None:
     return None if value is None else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def is_callable(expr: Expr) -> bool:
-    """Whether ``expr`` is a Python callable (its column is a user function column, see
-    :func:`~tablestream.runtime.expressions.callable_column`)."""
-    return not isinstance(expr, SqlExpr) and expr.kind == "callable"
-
-
 def is_guarded_expr(expr: Expr) -> bool:
     """Whether ``expr``'s column is a user function column (see
     :func:`~tablestream.runtime.expressions.callable_column`): a Python callable, or, in
