@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -436,20 +435,12 @@ def _run(spark, chosen: list[Query], log, sizes, partitions: int) -> None:
                 assert current == dict(expected), (name, context)
 
 
-LITERAL_ONLY_JOIN = (
-    "a table join whose projection's value is only literals fails its batch: the value struct's "
-    "field is non-nullable and a deleted row's null struct cannot be collected as Arrow"
-)
-
-
-@pytest.mark.xfail(strict=False, reason=LITERAL_ONLY_JOIN + " (when the examples draw one)")
 @settings(max_examples=EXAMPLES * 6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chosen=queries, log=changes, sizes=batch_sizes)
 def test_sql_queries_equal_duckdb_after_every_batch(spark, chosen, log, sizes):
     _run(spark, chosen, log, sizes, partitions=2)
 
 
-@pytest.mark.xfail(strict=True, raises=pa.ArrowInvalid, reason=LITERAL_ONLY_JOIN)
 def test_a_table_join_projecting_only_a_literal(spark):
     """The smallest example the property test found, with a join result that comes and goes."""
     join = "I.ID, 0 AS E0 FROM ITEMS I JOIN CUSTOMERS C ON I.CUST = C.ID"

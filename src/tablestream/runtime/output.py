@@ -12,11 +12,13 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    ArrayType,
     DataType,
     DoubleType,
     FloatType,
     IntegerType,
     LongType,
+    MapType,
     ShortType,
     StringType,
     StructField,
@@ -231,8 +233,17 @@ def _branches(out: BatchOutput, parts) -> list[list[Column]]:
 _SORT_KEYS = [*ORDER, "_key_order"]
 
 
-def _nullable(dtype: StructType) -> StructType:
-    return StructType([StructField(f.name, f.dataType, True) for f in dtype.fields])
+def _nullable(dtype: DataType) -> DataType:
+    """``dtype`` with every field, element and map value nullable, at any depth: a
+    deleted row's null struct holds null fields even where its type says they are never
+    null (a literal), and Arrow refuses those."""
+    if isinstance(dtype, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True) for f in dtype.fields])
+    if isinstance(dtype, ArrayType):
+        return ArrayType(_nullable(dtype.elementType), True)
+    if isinstance(dtype, MapType):
+        return MapType(_nullable(dtype.keyType), _nullable(dtype.valueType), True)
+    return dtype
 
 
 def _key_order(frame: Frame) -> Column:
