@@ -60,7 +60,58 @@ def test_an_n_way_join_repartitions_once_for_the_count_it_reaches():
     assert repartitions(sql) == [("StreamSource", 2)]
 
 
+OWN_COUNT = """
+CREATE STREAM A (ID BIGINT KEY, X BIGINT) WITH (kafka_topic='a', value_format='JSON', partitions=2);
+CREATE TABLE T (ID BIGINT PRIMARY KEY, NAME STRING) WITH (kafka_topic='t', value_format='JSON', partitions=4);
+CREATE STREAM B WITH (PARTITIONS=4) AS SELECT * FROM A;
+CREATE STREAM C AS SELECT B.ID, X, NAME FROM B JOIN T ON B.ID = T.ID;
+"""
+OWN_COUNT_TABLE = """
+CREATE TABLE A (ID BIGINT PRIMARY KEY, X BIGINT) WITH (kafka_topic='a', value_format='JSON', partitions=2);
+CREATE TABLE T (ID BIGINT PRIMARY KEY, NAME STRING) WITH (kafka_topic='t', value_format='JSON', partitions=4);
+CREATE TABLE B WITH (PARTITIONS=4) AS SELECT * FROM A;
+CREATE TABLE C AS SELECT B.ID, X, NAME FROM B JOIN T ON B.ID = T.ID;
+"""
+
+
+def test_a_target_with_partitions_of_its_own_is_read_in_that_count():
+    """B's topic has 4 partitions (its WITH), so C joins it with T's 4 without a
+    repartition of its own: the plan reads B through a repartition to 4, as from its
+    topic (not in A's 2, which the join's co-partitioning check would refuse)."""
+    assert repartitions(OWN_COUNT) == [("StreamSource", 4)]
+    assert repartitions(OWN_COUNT_TABLE) == [("ToStream", 4)]
+    assert compile_sql(OWN_COUNT).topics == {"a": 2, "t": 4, "B": 4, "C": 4}
+
+
+def test_a_target_without_partitions_has_its_querys_count():
+    """A join's result has the count its join reached (T's 2, A being repartitioned to
+    it), not its leftmost source's."""
+    compiled = compile_sql(AUTO + """
+        CREATE STREAM A (ID BIGINT KEY, X BIGINT) WITH (kafka_topic='a', value_format='JSON', partitions=1);
+        CREATE TABLE T (ID BIGINT PRIMARY KEY, NAME STRING) WITH (kafka_topic='t', value_format='JSON', partitions=2);
+        CREATE STREAM C AS SELECT A.ID, X, NAME FROM A JOIN T ON A.ID = T.ID;
+    """)
+    assert compiled.topics == {"a": 1, "t": 2, "C": 2}
+
+
 PORTS = [
+    Port(
+        'scenario',
+        'a join with a stream written in a partition count of its own',
+        [s + ";" for s in OWN_COUNT.strip().rstrip(";").split(";\n")],
+        inputs=[('t', 7, {'NAME': 'ann'}, 1), ('a', 7, {'X': 1}, 2), ('a', 8, {'X': 2}, 3)],
+        outputs=[('B', 7, {'X': 1}, 2), ('B', 8, {'X': 2}, 3), ('C', 7, {'X': 1, 'NAME': 'ann'}, 2)],
+    ),
+    Port(
+        'scenario',
+        'a join with a table written in a partition count of its own',
+        [s + ";" for s in OWN_COUNT_TABLE.strip().rstrip(";").split(";\n")],
+        inputs=[('t', 7, {'NAME': 'ann'}, 1), ('a', 7, {'X': 1}, 2), ('a', 7, None, 3)],
+        outputs=[
+            ('B', 7, {'X': 1}, 2), ('B', 7, None, 3),
+            ('C', 7, {'X': 1, 'NAME': 'ann'}, 2), ('C', 7, None, 3),
+        ],
+    ),
     Port(
         'scenario',
         'a stream-table join of 1 and 2 partitions',

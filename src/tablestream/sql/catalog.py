@@ -128,6 +128,7 @@ class SourceInfo:
     facade: Any = None
     inherited_key_format: str | None = None  # what a query of it inherits (a FORMAT of a keyless stream)
     written: bool = False  # INSERT INTO queries write it (its readers read them directly)
+    reread: int | None = None  # its topic's count, when its query's result has another (read through a repartition to it)
 
     @property
     def key_schema(self) -> str | None:

@@ -402,6 +402,14 @@ class SqlCompiler:
 
     def _facade(self, info: SourceInfo) -> Any:
         """The DSL stream or table of a source (made on its first use)."""
+        if info.reread is not None:
+            # Its query's result in the partition count of its topic, as a reader of the
+            # topic would have it.
+            count, info.reread = info.reread, None
+            info.facade = (
+                info.facade.repartition(partitions=count) if info.kind == "STREAM"
+                else info.facade.to_stream().repartition(partitions=count).to_table()
+            )
         if info.facade is None:
             key_schema, value_schema = info.key_schema, info.value_schema
             common = {
@@ -464,7 +472,8 @@ class SqlCompiler:
         value_columns = tuple(Column(c.name, self._declared(c)) for c in values)
         self._check_key_format(key_format, key_columns, s.position)
         wrapped = self._wrapped(props, value_format, value_columns, s.position)
-        partitions = self._partitions(props, topic, s.position, required=False) if "PARTITIONS" in props else leftmost.partitions or 1
+        produced = rel.partition_count() or 1
+        partitions = self._partitions(props, topic, s.position, required=False) if "PARTITIONS" in props else produced
         info = SourceInfo(
             name=name, kind=s.kind, topic=topic, key_format=key_format, value_format=value_format,
             key_columns=key_columns, value_columns=value_columns, wrapped=wrapped, partitions=partitions,
@@ -472,6 +481,8 @@ class SqlCompiler:
         )
         info.facade = self._encode(rel, key, values, wrapped)
         self._sink(info.facade, info)
+        if partitions != produced:
+            info.reread = partitions
         self.result.sources[name] = info
         self.result.topics[topic] = partitions
         self.result.queries.append(QueryInfo(query_id, topic, name, s.text, sources=_names(rel)))
