@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# Tests run in two processes (pytest-xdist), each with its own SparkSession; the
+# integration tests share one of them (one broker, one cluster). PYTEST_WORKERS=0: one.
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 
 .PHONY: install kafka-jars demo test test-fast test-slow bench lint clean
 
@@ -25,15 +29,15 @@ demo: install
 # runtime (crash test included), the real-broker integration tests and the tests on a Spark
 # standalone cluster.
 test: install kafka-jars
-	$(VENV)/bin/pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -m "not slow" $(XDIST) $(PYTEST_ARGS)
 
 # No broker, no cluster, no slow tier.
 test-fast: install
-	$(VENV)/bin/pytest -q -m "not kafka and not cluster and not slow" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -m "not kafka and not cluster and not slow" $(XDIST) $(PYTEST_ARGS)
 
 # The slow tier: property tests with ten times the examples.
 test-slow: install
-	$(VENV)/bin/pytest -q -m slow $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -q -m slow $(XDIST) $(PYTEST_ARGS)
 
 # Every workload against every peer, results checked against DuckDB (docs/performance.md).
 # The Flink and SDP peers' venvs (bench/.venv-flink, bench/.venv-sdp) are made on first use.
