@@ -9,6 +9,9 @@ query-validation-tests/<file>.json``; each names its file and test.
 from __future__ import annotations
 
 import datetime as dt
+import time
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import sqlglot
@@ -219,3 +222,178 @@ def test_every_pattern_letter_taken_formats_as_java_does(spark):
         if got != java:
             wrong.append(f"{pattern}: {got} != {java}")
     assert not wrong, "\n".join(wrong)
+
+
+# ----------------------------------------------------------- ported cases, one query
+def _q(pattern: str) -> str:
+    return "'" + pattern.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Port:
+    """A ported case as one column of one query: ``expression`` over its own input
+    columns (``{0}``, ``{1}``: of the types ``inputs`` names), fed ``rows`` (the case's
+    input values and the value ksqlDB expects); ``result``: how that value reads back
+    (``ms`` a TIMESTAMP, ``days`` a DATE)."""
+
+    case: str
+    expression: str
+    inputs: tuple[str, ...]
+    rows: list[tuple[tuple, Any]]
+    result: str = ""
+
+
+_NULL_PAIRS = [((None, 5), None), ((5, None), None), ((None, None), None)]
+_DATESTRING = [
+    (17662, "yyyy-MM-dd", "2018-05-11"), (18027, "dd/MM/yyyy", "11/05/2019"), (18993, "dd-MMM-yyyy", "01-Jan-2022"),
+    (0, "dd-MM-yyyy", "01-01-1970"), (-1, "dd-MM-yyyy'Sophia'", "31-12-1969Sophia"),
+]
+_STRINGDATE = [
+    ("2018-05-11Lit", "yyyy-MM-dd'Lit'", 17662), ("11/05/2019", "dd/MM/yyyy", 18027),
+    ("01-Jan-2022", "dd-MMM-yyyy", 18993), ("01-01-1970", "dd-MM-yyyy", 0),
+]
+_PARSE_DATE = [*_STRINGDATE, ("01-JAN-2022", "dd-MMM-yyyy", 18993), ("JAN-2022", "MMM-yyyy", 18993)]
+_PATTERN_IN_A_COLUMN = "(the pattern, a column in ksqlDB's test, is a literal here)"
+PORTS = [
+    Port("timestamp-to-string.json: timestamp to string without a time zone",
+         "FORMAT_TIMESTAMP({0}, 'yyyy-MM-dd HH:mm:ss')", ("TIMESTAMP",),
+         [((1526075913000,), "2018-05-11 21:58:33"), ((None,), None)]),
+    Port("timestamp-to-string.json: millis to string with valid zone (without 'zzz', refused here)",
+         "TIMESTAMPTOSTRING(ROWTIME, 'yyyy-MM-dd HH:mm:ss', 'America/Los_Angeles')", (), [((), "2018-05-11 14:58:33")]),
+    Port("timestamp-to-string.json: millis to string in join (its zone, without 'zzz')",
+         "TIMESTAMPTOSTRING(ROWTIME, 'yyyy-MM-dd HH:mm:ss', 'Europe/London')", (), [((), "2018-05-11 22:58:33")]),
+    Port("stringtimestamp.json: string to timestamp", "STRINGTOTIMESTAMP({0}, 'yyyy-MM-dd''T''HH:mm:ssX')", ("STRING",),
+         [(("2018-05-11T21:58:33Z",), 1526075913000), (("2019-05-11T21:58:33Z",), 1557611913000),
+          (("2020-05-11T21:58:33Z",), 1589234313000), (("2020-05-11T21:58:33z",), 1589234313000)]),
+    Port("stringtimestamp.json: format timestamp", "PARSE_TIMESTAMP({0}, 'yyyy-MM-dd''T''HH:mm:ss')", ("STRING",),
+         [(("2018-05-11T21:58:33",), 1526075913000), (("2019-05-11T21:58:33",), 1557611913000),
+          (("2020-05-11T21:58:33",), 1589234313000)], "ms"),
+    Port("stringtimestamp.json: format timestamp with time zone", "PARSE_TIMESTAMP({0}, 'yyyy-MM-dd''T''HH:mm:ss zzz')",
+         ("STRING",),
+         [(("2018-05-11T21:58:33 PST",), 1526101113000), (("2019-05-11T21:58:33 PST",), 1557637113000),
+          (("2020-05-11T21:58:33 PST",), 1589259513000)], "ms"),
+    Port("unix-timestamp.json: returns the current timestamp", "UNIX_TIMESTAMP() > 100", (), [((), True)]),
+    Port("unix-timestamp.json: convert timezone to milliseconds", "UNIX_TIMESTAMP({0})", ("TIMESTAMP",),
+         [((100,), 100), ((1589234313000,), 1589234313000), ((None,), None)]),
+    Port("unix-date.json: returns the current date", "UNIX_DATE() > 100", (), [((), True)]),
+    Port("unix-date.json: convert date to days", "UNIX_DATE({0})", ("DATE",), [((10,), 10), ((100,), 100), ((None,), None)]),
+    Port("from-unixtime.json: convert milliseconds to timezone", "FROM_UNIXTIME({0})", ("BIGINT",),
+         [((100,), 100), ((1589234313000,), 1589234313000), ((None,), None)], "ms"),
+    *(Port(f"datestring.json: date to string, row {i + 1} {_PATTERN_IN_A_COLUMN}", f"DATETOSTRING({{0}}, {_q(p)})",
+           ("INT",), [((days,), text)]) for i, (days, p, text) in enumerate(_DATESTRING)),
+    *(Port(f"format-date.json: date to string, row {i + 1} {_PATTERN_IN_A_COLUMN}", f"FORMAT_DATE({{0}}, {_q(p)})",
+           ("DATE",), [((days,), text)]) for i, (days, p, text) in enumerate(_DATESTRING)),
+    *(Port(f"stringdate.json: string to date, row {i + 1} {_PATTERN_IN_A_COLUMN}", f"STRINGTODATE({{0}}, {_q(p)})",
+           ("STRING",), [((text,), days)]) for i, (text, p, days) in enumerate(_STRINGDATE)),
+    *(Port(f"parse-date.json: string to date, row {i + 1} {_PATTERN_IN_A_COLUMN}", f"PARSE_DATE({{0}}, {_q(p)})",
+           ("STRING",), [((text,), days)], "days") for i, (text, p, days) in enumerate(_PARSE_DATE)),
+    Port("dateadd.json: adds", "DATEADD(DAYS, 10, {0})", ("DATE",), [((10,), 20)], "days"),
+    Port("dateadd.json: adds negative intervals", "DATEADD(DAYS, -5, {0})", ("DATE",),
+         [((5,), 0), ((10,), 5), ((2,), -3)], "days"),
+    Port("dateadd.json: handles null values", "DATEADD(MILLISECONDS, {1}, {0})", ("DATE", "INT"), _NULL_PAIRS, "days"),
+    Port("datesub.json: subtracts", "DATESUB(DAYS, 10, {0})", ("DATE",), [((40,), 30), ((5,), -5)], "days"),
+    Port("datesub.json: subtracts negative intervals", "DATESUB(DAYS, -5, {0})", ("DATE",), [((5,), 10), ((-5,), 0)], "days"),
+    Port("datesub.json: handles null values", "DATESUB(MILLISECONDS, {1}, {0})", ("DATE", "INT"), _NULL_PAIRS, "days"),
+    # Not a query-validation case: DateAdd.java counts days with TimeUnit.toDays, which
+    # truncates toward 1970-01-01 (an hour before day 5 is day 4, before day 0 day 0).
+    Port("DateAdd.java: the day an instant before 1970 falls in", "DATEADD(HOURS, -1, {0})", ("DATE",),
+         [((5,), 4), ((0,), 0), ((-1,), -1)], "days"),
+    Port("timestampadd.json: adds", "TIMESTAMPADD(MILLISECONDS, 10, {0})", ("TIMESTAMP",), [((10,), 20)], "ms"),
+    Port("timestampadd.json: adds negative intervals", "TIMESTAMPADD(MILLISECONDS, -5, {0})", ("TIMESTAMP",),
+         [((5,), 0), ((10,), 5), ((2,), -3)], "ms"),
+    Port("timestampadd.json: handles null values", "TIMESTAMPADD(MILLISECONDS, {1}, {0})", ("TIMESTAMP", "INT"),
+         _NULL_PAIRS, "ms"),
+    Port("timestampsub.json: subtracts", "TIMESTAMPSUB(MILLISECONDS, 10, {0})", ("TIMESTAMP",), [((20,), 10)], "ms"),
+    Port("timestampsub.json: subtracts negative intervals", "TIMESTAMPSUB(MILLISECONDS, -5, {0})", ("TIMESTAMP",),
+         [((5,), 10), ((0,), 5), ((-100,), -95)], "ms"),
+    Port("timestampsub.json: handles null values", "TIMESTAMPSUB(MILLISECONDS, {1}, {0})", ("TIMESTAMP", "INT"),
+         _NULL_PAIRS, "ms"),
+    Port("convert-tz.json: convert timezones defined by offset", "CONVERT_TZ({0}, '+0200', '+0500')", ("TIMESTAMP",),
+         [((100,), 10800100), ((1589234313000,), 1589245113000), ((None,), None)], "ms"),
+    Port("convert-tz.json: convert timezones defined by name", "CONVERT_TZ({0}, 'America/Los_Angeles', 'America/New_York')",
+         ("TIMESTAMP",), [((100,), 10800100), ((1589234313000,), 1589245113000), ((None,), None)], "ms"),
+]
+ROWTIME = 1526075913000
+
+
+def _read(value: Any, result: str) -> Any:
+    if value is None:
+        return None
+    if result == "ms":
+        return dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(milliseconds=value)
+    if result == "days":
+        return dt.date(1970, 1, 1) + dt.timedelta(days=value)
+    return value
+
+
+@pytest.mark.spark
+def test_ported_cases_in_one_query(spark):
+    """Each port is a column of one query over one stream (JSON here, whatever the
+    case's format); a case with fewer input records than the longest repeats its own.
+    UNIX_TIMESTAMP() and UNIX_DATE() are also checked against the wall clock."""
+    from tablestream.testing.driver import TestDriver
+
+    columns, names = [], []
+    for c, port in enumerate(PORTS):
+        names.append([f"P{c}_{i}" for i in range(len(port.inputs))])
+        columns += [f"{name} {type_}" for name, type_ in zip(names[-1], port.inputs, strict=True)]
+    selected = [f"{p.expression.format(*n)} AS C{c}" for c, (p, n) in enumerate(zip(PORTS, names, strict=True))]
+    statements = [
+        f"CREATE STREAM INPUT (K STRING KEY, {', '.join(columns)}) WITH (kafka_topic='input', value_format='JSON');",
+        f"CREATE STREAM OUTPUT AS SELECT K, {', '.join(selected)}, UNIX_TIMESTAMP() AS NOW_MS, UNIX_DATE() AS TODAY FROM INPUT;",
+    ]
+    count = max(len(p.rows) for p in PORTS)
+    before = int(time.time() * 1000)
+    with TestDriver.from_sql(statements, spark=spark, batched=True) as driver:
+        source = driver.create_input_topic("input")
+        for r in range(count):
+            value = {}
+            for port, port_names in zip(PORTS, names, strict=True):
+                inputs, _ = port.rows[r % len(port.rows)]
+                value.update(zip(port_names, inputs, strict=True))
+            source.pipe_input(str(r), value, timestamp=ROWTIME)
+        driver.advance()
+        records = driver.create_output_topic("OUTPUT").read_records()
+    after = int(time.time() * 1000)
+    assert [(r.key, r.timestamp) for r in records] == [(str(r), ROWTIME) for r in range(count)]
+    wrong = []
+    for c, port in enumerate(PORTS):
+        expected = [_read(port.rows[r % len(port.rows)][1], port.result) for r in range(count)]
+        got = [record.value[f"C{c}"] for record in records]
+        if got != expected:
+            wrong.append(f"{port.case}: {port.expression}: {got} != {expected}")
+    assert not wrong, "\n".join(wrong)
+    for record in records:
+        assert before <= record.value["NOW_MS"] <= after
+        assert before // 86_400_000 <= record.value["TODAY"] <= after // 86_400_000
+
+
+@pytest.mark.spark
+def test_text_that_does_not_parse_goes_to_the_processing_log(spark):
+    """ksqlDB's PARSE_TIMESTAMP and STRINGTODATE throw on text that does not parse (a
+    processing-log entry); here the record is logged and leaves the query's output, as
+    every SQL expression that fails on a record does."""
+    from tablestream.testing.driver import TestDriver
+
+    statements = [
+        "CREATE STREAM INPUT (K STRING KEY, S STRING) WITH (kafka_topic='input', value_format='JSON');",
+        "CREATE STREAM OUTPUT AS SELECT K, PARSE_TIMESTAMP(S, 'yyyy-MM-dd') AS T, STRINGTODATE(S, 'yyyy-MM-dd') AS D FROM INPUT;",
+    ]
+    with TestDriver.from_sql(statements, spark=spark, batched=True) as driver:
+        source = driver.create_input_topic("input")
+        for key, text, ts in [("a", "2021-03-04", 1), ("b", "04/03/2021", 2), ("c", None, 3)]:
+            source.pipe_input(key, {"S": text}, timestamp=ts)
+        driver.advance()
+        records = [(r.key, r.value, r.timestamp) for r in driver.create_output_topic("OUTPUT").read_records()]
+        log = [(e["offset"], e["error"], e["key"], e["value"]) for e in driver.processing_log]
+    assert records == [
+        ("a", {"T": dt.datetime(2021, 3, 4, tzinfo=UTC), "D": 18690}, 1),
+        ("c", {"T": None, "D": None}, 3),
+    ]
+    assert log == [(
+        1,
+        "KSTREAM-MAPVALUES-0000000001: TO_TIMESTAMP(value.`S`, CAST('yyyy-MM-dd' AS STRING)): "
+        "cannot parse '04/03/2021' as a timestamp",
+        b"b",
+        b'{"S":"04/03/2021"}',
+    )]
