@@ -41,7 +41,7 @@ def translate(text: str):
     ("text", "result"),
     [
         ("UNIX_TIMESTAMP()", BIGINT), ("UNIX_TIMESTAMP(TIME)", BIGINT), ("UNIX_DATE()", INT), ("UNIX_DATE(DT)", INT),
-        ("FROM_UNIXTIME(L)", TIMESTAMP), ("FROM_UNIXTIME(I)", TIMESTAMP),
+        ("FROM_UNIXTIME(L)", TIMESTAMP), ("FROM_UNIXTIME(I)", TIMESTAMP), ("FROM_DAYS(I)", DATE),
         ("TIMESTAMPTOSTRING(L, 'yyyy')", STRING), ("TIMESTAMPTOSTRING(L, 'HH', 'Europe/London')", STRING),
         ("STRINGTOTIMESTAMP(S, 'yyyy')", BIGINT), ("STRINGTOTIMESTAMP(S, 'yyyy', 'UTC')", BIGINT),
         ("FORMAT_TIMESTAMP(TIME, 'yyyy')", STRING), ("FORMAT_TIMESTAMP(TIME, 'yyyy', '+02:00')", STRING),
@@ -104,6 +104,7 @@ def test_result_types(text, result):
         ("UNIX_DATE(TIME)", "UNIX_DATE: takes a DATE, got TIMESTAMP"),
         ("UNIX_TIMESTAMP(L)", "UNIX_TIMESTAMP: takes a TIMESTAMP, got BIGINT"),
         ("FROM_UNIXTIME(S)", "FROM_UNIXTIME: takes a BIGINT number of milliseconds, got STRING"),
+        ("FROM_DAYS(L)", "FROM_DAYS: takes an INT number of days, got BIGINT"),
     ],
 )
 def test_arguments_a_function_does_not_take(text, message):
@@ -287,6 +288,8 @@ PORTS = [
            ("STRING",), [((text,), days)]) for i, (text, p, days) in enumerate(_STRINGDATE)),
     *(Port(f"parse-date.json: string to date, row {i + 1} {_PATTERN_IN_A_COLUMN}", f"PARSE_DATE({{0}}, {_q(p)})",
            ("STRING",), [((text,), days)], "days") for i, (text, p, days) in enumerate(_PARSE_DATE)),
+    # Not a query-validation case: FromDays.java, days since 1970-01-01 as a DATE.
+    Port("FromDays.java: a number of days as a DATE", "FROM_DAYS({0})", ("INT",), [((18993,), 18993), ((-1,), -1)], "days"),
     Port("dateadd.json: adds", "DATEADD(DAYS, 10, {0})", ("DATE",), [((10,), 20)], "days"),
     Port("dateadd.json: adds negative intervals", "DATEADD(DAYS, -5, {0})", ("DATE",),
          [((5,), 0), ((10,), 5), ((2,), -3)], "days"),

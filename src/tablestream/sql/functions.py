@@ -632,6 +632,12 @@ def _from_unixtime(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
     return _call("timestamp_millis", _typed_cast(args[0].spark, BIGINT)), TIMESTAMP
 
 
+def _from_days(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
+    _arity(args, 1)
+    _types(args, (INT,), "an INT number of days")
+    return _call("date_from_unix_date", args[0].spark), DATE
+
+
 def _unit_step(args: list[Typed], name: str, target: SqlType) -> exp.Expr:
     """The interval of DATEADD and its kin in ms (a BIGINT); ksqlDB's error for
     arguments it does not take."""
@@ -706,6 +712,7 @@ SCALAR: dict[str, Callable[[list[Typed]], tuple[exp.Expr, SqlType | None]]] = {
     "FLOOR": _whole("floor"),
     "FORMAT_DATE": _format_date,
     "FORMAT_TIMESTAMP": _instant_to_text(epoch_ms=False, default_zone="GMT"),
+    "FROM_DAYS": _from_days,
     "FROM_UNIXTIME": _from_unixtime,
     "GREATEST": _extreme("greatest"),
     "IFNULL": _ifnull,
