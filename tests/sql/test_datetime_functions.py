@@ -84,7 +84,7 @@ def test_result_types(text, result):
         ("FORMAT_TIMESTAMP(TIME, 'HH:mm zzz')", "FORMAT_TIMESTAMP: the pattern letter 'z' (time zone name) would print the name of 'GMT', which Spark prints only for 'UTC' (in the pattern 'HH:mm zzz')"),
         # timestamp-to-string.json: "millis to string with valid zone" (refused here)
         ("TIMESTAMPTOSTRING(L, 'yyyy-MM-dd HH:mm:ss zzz','America/Los_Angeles')", "TIMESTAMPTOSTRING: the pattern letter 'z' (time zone name) would print the name of 'America/Los_Angeles', which Spark prints only for 'UTC' (in the pattern 'yyyy-MM-dd HH:mm:ss zzz')"),
-        ("FORMAT_TIMESTAMP(TIME, 'HH:mmX', 'Europe/Paris')", "FORMAT_TIMESTAMP: the pattern letter 'X' (zone offset) would print the offset of 'Europe/Paris', which Spark prints only for UTC (in the pattern 'HH:mmX')"),
+        ("FORMAT_TIMESTAMP(TIME, 'HH:mm[X]', 'Europe/Paris')", "FORMAT_TIMESTAMP: an offset in an optional section is printed only in UTC here, not in 'Europe/Paris' (in the pattern 'HH:mm[X]')"),
         ("PARSE_TIMESTAMP(S, 'yyyy[ X]', 'Europe/Paris')", "PARSE_TIMESTAMP: a zone in an optional section is taken only with a UTC default zone, not 'Europe/Paris' (in the pattern 'yyyy[ X]')"),
         ("PARSE_TIMESTAMP(S, 'EEE yyyy')", "PARSE_TIMESTAMP: the pattern letter 'E' (day of week) is not read by Spark's parser (in the pattern 'EEE yyyy')"),
         # zones: Java's ZoneId.of, which takes no three-letter ids
@@ -400,3 +400,28 @@ def test_text_that_does_not_parse_goes_to_the_processing_log(spark):
         b"b",
         b'{"S":"04/03/2021"}',
     )]
+
+
+@pytest.mark.spark
+def test_offsets_in_other_zones_format_as_java_does(spark):
+    """An offset field formatted in a zone other than UTC is computed from the zone's
+    offset at the instant: as Java prints it, for offsets of whole hours, half and
+    three-quarter hours, with seconds, negative, and zero (London in winter)."""
+    jvm = spark._jvm
+    formatter, instant, zone_id = jvm.java.time.format.DateTimeFormatter, jvm.java.time.Instant, jvm.java.time.ZoneId
+    instants = [0, 1526075913123, 1609459199999, -1, 951782400000]
+    zones = ["America/Los_Angeles", "Asia/Kolkata", "America/St_Johns", "Asia/Kathmandu", "Europe/London", "+02:30:15", "-00:30"]
+    patterns = [letter * n for letter in "OXxZ" for n in EXACT_COUNTS[letter]]
+    patterns += ["yyyy-MM-dd'T'HH:mm:ss.SSSXXX", "EEE, d MMM yyyy HH:mm:ss Z", "X'X'xx"]
+    cases = [(p, z) for p in patterns for z in zones]
+    typed = [translate(f"FORMAT_TIMESTAMP(TIME, '{p.replace(chr(39), chr(39) * 2)}', '{z}')") for p, z in cases]
+    frame = spark.createDataFrame([((dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(milliseconds=ms),),) for ms in instants],
+                                  "value struct<TIME: timestamp>")
+    rows = frame.selectExpr(*(f"{t.spark.sql(dialect='spark')} AS c{i}" for i, t in enumerate(typed))).collect()
+    wrong = []
+    for i, (pattern, zone) in enumerate(cases):
+        java = [instant.ofEpochMilli(ms).atZone(zone_id.of(zone)).format(formatter.ofPattern(pattern)) for ms in instants]
+        got = [row[i] for row in rows]
+        if got != java:
+            wrong.append(f"{pattern} in {zone}: {got} != {java}")
+    assert not wrong, "\n".join(wrong)

@@ -6,7 +6,7 @@ Spark formats and parses with ``java.time`` too, but refuses some pattern letter
 pattern here is read as Java reads it (letters, quoted text, optional sections); every
 letter Spark does not handle exactly as Java does is refused, naming the letter, so a
 pattern never gives a different string than ksqlDB's. What each function accepts on
-top (no time letters for a DATE, no zone letters outside UTC, ...) is checked by
+top (no time letters for a DATE, no zone names outside UTC, ...) is checked by
 :mod:`tablestream.sql.functions`.
 
 >>> read_pattern("yyyy-MM-dd'T'HH:mm").letters
@@ -82,11 +82,12 @@ def letter_name(letter: str) -> str:
 @dataclass(frozen=True)
 class Pattern:
     """A pattern as Java reads it: its text and its fields, each (letter, count, whether
-    it is inside an optional section)."""
+    it is inside an optional section), with where each field starts in the text."""
 
     text: str
     letters: tuple[tuple[str, int, bool], ...]
     optional: bool
+    starts: tuple[int, ...] = ()
 
     def has(self, letters: str) -> bool:
         """Whether a field of one of ``letters`` is in the pattern."""
@@ -103,6 +104,7 @@ def read_pattern(text: str) -> Pattern:
     :class:`PatternError` with Java's text for a pattern Java rejects, or naming the
     letter Spark cannot follow exactly."""
     letters: list[tuple[str, int, bool]] = []
+    starts: list[int] = []
     depth, i, optional = 0, 0, False
     while i < len(text):
         c = text[i]
@@ -117,6 +119,7 @@ def read_pattern(text: str) -> Pattern:
             if count not in EXACT_COUNTS[c]:
                 raise PatternError(f"the pattern letter '{c}' ({_NAMES[c]}) cannot be repeated {count} times here")
             letters.append((c, count, depth > 0))
+            starts.append(i)
             i += count
         elif c == "'":
             end = i + 1
@@ -141,7 +144,7 @@ def read_pattern(text: str) -> Pattern:
             raise PatternError(f"Pattern includes reserved character: '{c}'")
         else:
             i += 1
-    return Pattern(text, tuple(letters), optional)
+    return Pattern(text, tuple(letters), optional, tuple(starts))
 
 
 _OFFSET = re.compile(r"^[+-](\d{1,2}|\d{2}:\d{2}|\d{4}|\d{2}:\d{2}:\d{2}|\d{6})$")

@@ -489,23 +489,94 @@ def _refuse(pattern: Pattern, letters: str, why: str) -> None:
         raise ArgumentError(f"the pattern letter '{letter}' ({letter_name(letter)}) {why} (in the pattern '{pattern.text}')")
 
 
-def _string_pattern(pattern: Pattern) -> exp.Expr:
+def _pattern_literal(text: str) -> exp.Expr:
     # Inside a CAST: sqlglot reads a pattern literal of DATE_FORMAT, TO_TIMESTAMP and
     # TO_DATE into its own time format when the plan's SQL text is parsed again, and
     # writes some back otherwise ('y' as 'yyyy', 'E' as 'EEE').
-    return exp.Cast(this=exp.Literal.string(pattern.text), to=exp.DataType.build("STRING"))
+    return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("STRING"))
+
+
+def _string_pattern(pattern: Pattern) -> exp.Expr:
+    return _pattern_literal(pattern.text)
 
 
 def _format_instant(instant: exp.Expr, pattern: Pattern, zone: str) -> exp.Expr:
     """``instant`` as text in ``zone``: Spark formats in UTC, so the instant moves to the
-    zone's wall time first; zone letters then would print UTC's, so they are taken only
-    where UTC's are the zone's."""
+    zone's wall time first; a zone's name would then print UTC's, so ``z`` and ``VV``
+    are taken only in UTC, and its offset is computed (each offset field between the
+    parts of the pattern Spark formats)."""
     if zone != "UTC":
         _refuse(pattern, ZONE_NAME_LETTERS, f"would print the name of '{zone}', which Spark prints only for 'UTC'")
-    if zone not in ZERO_OFFSET_ZONES:
-        _refuse(pattern, OFFSET_LETTERS, f"would print the offset of '{zone}', which Spark prints only for UTC")
-        instant = _call("from_utc_timestamp", instant, exp.Literal.string(zone))
-    return _call("date_format", instant, _string_pattern(pattern))
+    if zone in ZERO_OFFSET_ZONES:
+        return _call("date_format", instant, _pattern_literal(pattern.text))
+    wall = _call("from_utc_timestamp", instant, exp.Literal.string(zone))
+    offset = exp.Sub(this=_call("unix_seconds", wall), expression=_call("unix_seconds", instant))
+    parts: list[exp.Expr] = []
+    done = 0
+    for (letter, count, optional), start in zip(pattern.letters, pattern.starts, strict=True):
+        if letter not in OFFSET_LETTERS:
+            continue
+        if optional:
+            raise ArgumentError(f"an offset in an optional section is printed only in UTC here, not in '{zone}' (in the pattern '{pattern.text}')")
+        if start > done:
+            parts.append(_call("date_format", wall, _pattern_literal(pattern.text[done:start])))
+        parts.append(_offset_text(offset, letter, count))
+        done = start + count
+    if done < len(pattern.text):
+        parts.append(_call("date_format", wall, _pattern_literal(pattern.text[done:])))
+    return parts[0] if len(parts) == 1 else _call("concat", *parts)
+
+
+# Java's offset fields (DateTimeFormatterBuilder.appendOffset and appendLocalizedOffset):
+# (the text of a zero offset, whether minutes are printed only when not 0, ':' between
+# the parts, whether seconds are printed when not 0).
+_OFFSET_STYLES: dict[tuple[str, int], tuple[str, bool, bool, bool]] = {
+    ("X", 1): ("Z", True, False, False), ("X", 2): ("Z", False, False, False), ("X", 3): ("Z", False, True, False),
+    ("X", 4): ("Z", False, False, True), ("X", 5): ("Z", False, True, True),
+    ("x", 1): ("+00", True, False, False), ("x", 2): ("+0000", False, False, False),
+    ("x", 3): ("+00:00", False, True, False), ("x", 4): ("+0000", False, False, True),
+    ("x", 5): ("+00:00", False, True, True),
+    ("Z", 1): ("+0000", False, False, False), ("Z", 2): ("+0000", False, False, False),
+    ("Z", 3): ("+0000", False, False, False), ("Z", 5): ("Z", False, True, True),
+}
+
+
+def _offset_text(offset: exp.Expr, letter: str, count: int) -> exp.Expr:
+    """An offset of ``offset`` seconds as Java's pattern letter ``letter`` prints it."""
+    size = _call("abs", offset)
+    hours = exp.IntDiv(this=size, expression=exp.Literal.number(3600))
+    minutes = exp.Mod(this=exp.Paren(this=exp.IntDiv(this=size, expression=exp.Literal.number(60))), expression=exp.Literal.number(60))
+    seconds = exp.Mod(this=size, expression=exp.Literal.number(60))
+    sign = exp.If(this=exp.LT(this=offset, expression=exp.Literal.number(0)), true=exp.Literal.string("-"), false=exp.Literal.string("+"))
+
+    def two(n: exp.Expr) -> exp.Expr:
+        return _call("lpad", _typed_cast(n, STRING), exp.Literal.number(2), exp.Literal.string("0"))
+
+    def unless_zero(n: exp.Expr, text: exp.Expr) -> exp.Expr:
+        return exp.If(this=exp.EQ(this=n, expression=exp.Literal.number(0)), true=exp.Literal.string(""), false=text)
+
+    zero_text: str
+    if letter == "O" or (letter == "Z" and count == 4):
+        # Localized: GMT+8, GMT+8:30 (O); GMT+08:00 (OOOO, ZZZZ); seconds when not 0.
+        zero_text = "GMT"
+        if count == 1:
+            body = _call("concat", sign, _typed_cast(hours, STRING),
+                         unless_zero(exp.Add(this=minutes, expression=seconds), _call("concat", exp.Literal.string(":"), two(minutes))),
+                         unless_zero(seconds, _call("concat", exp.Literal.string(":"), two(seconds))))
+        else:
+            body = _call("concat", sign, two(hours), exp.Literal.string(":"), two(minutes),
+                         unless_zero(seconds, _call("concat", exp.Literal.string(":"), two(seconds))))
+        text = _call("concat", exp.Literal.string("GMT"), body)
+    else:
+        zero_text, minutes_optional, colon, with_seconds = _OFFSET_STYLES[(letter, count)]
+        separator = exp.Literal.string(":" if colon else "")
+        minute_part = _call("concat", separator, two(minutes))
+        parts = [sign, two(hours), unless_zero(minutes, minute_part) if minutes_optional else minute_part]
+        if with_seconds:
+            parts.append(unless_zero(seconds, _call("concat", separator, two(seconds))))
+        text = _call("concat", *parts)
+    zero = exp.EQ(this=offset, expression=exp.Literal.number(0))
+    return exp.If(this=zero, true=exp.Literal.string(zero_text), false=text)
 
 
 def _parse_instant(text: exp.Expr, pattern: Pattern, zone: str) -> exp.Expr:
