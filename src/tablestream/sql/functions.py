@@ -496,10 +496,6 @@ def _pattern_literal(text: str) -> exp.Expr:
     return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("STRING"))
 
 
-def _string_pattern(pattern: Pattern) -> exp.Expr:
-    return _pattern_literal(pattern.text)
-
-
 def _format_instant(instant: exp.Expr, pattern: Pattern, zone: str) -> exp.Expr:
     """``instant`` as text in ``zone``: Spark formats in UTC, so the instant moves to the
     zone's wall time first; a zone's name would then print UTC's, so ``z`` and ``VV``
@@ -589,7 +585,7 @@ def _parse_instant(text: exp.Expr, pattern: Pattern, zone: str) -> exp.Expr:
                 f"the pattern letter '{letter}' ({letter_name(letter)}) 4 times reads a full name, which ksqlDB's "
                 f"parser (in Locale.ROOT) does not read (in the pattern '{pattern.text}')"
             )
-    parsed = _call("to_timestamp", text, _string_pattern(pattern))
+    parsed = _call("to_timestamp", text, _pattern_literal(pattern.text))
     zoned = any(letter in ZONE_LETTERS for letter, _, _ in pattern.letters)
     if zoned and zone not in ZERO_OFFSET_ZONES and any(optional and letter in ZONE_LETTERS for letter, _, optional in pattern.letters):
         raise ArgumentError(f"a zone in an optional section is taken only with a UTC default zone, not '{zone}' (in the pattern '{pattern.text}')")
@@ -647,7 +643,7 @@ def _datetostring(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
     if pattern is None:
         return exp.Null(), STRING
     _date_pattern(pattern)
-    return _call("date_format", _call("date_from_unix_date", args[0].spark), _string_pattern(pattern)), STRING
+    return _call("date_format", _call("date_from_unix_date", args[0].spark), _pattern_literal(pattern.text)), STRING
 
 
 def _format_date(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
@@ -656,7 +652,7 @@ def _format_date(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
     if pattern is None:
         return exp.Null(), STRING
     _date_pattern(pattern)
-    return _call("date_format", args[0].spark, _string_pattern(pattern)), STRING
+    return _call("date_format", args[0].spark, _pattern_literal(pattern.text)), STRING
 
 
 def _stringtodate(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
@@ -669,7 +665,7 @@ def _stringtodate(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
     _refuse(pattern, "EFqQ", "is not read by Spark's parser")
     if not (pattern.has("y") and (pattern.has("D") or (pattern.has("ML") and pattern.has("d")))):
         raise ArgumentError(f"the pattern '{pattern.text}' has no whole date (year, month and day, or year and day of year)")
-    return _call("unix_date", _call("to_date", args[0].spark, _string_pattern(pattern))), INT
+    return _call("unix_date", _call("to_date", args[0].spark, _pattern_literal(pattern.text))), INT
 
 
 def _parse_date(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
@@ -686,7 +682,7 @@ def _parse_date(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
             raise ArgumentError(f"the year '{'y' * count}' reads two digits in a sliding century in ksqlDB's PARSE_DATE: write 'yyyy' (in the pattern '{pattern.text}')")
     if pattern.optional:
         raise ArgumentError(f"'[' is literal text in ksqlDB's PARSE_DATE, not an optional section (in the pattern '{pattern.text}')")
-    return _call("to_date", args[0].spark, _string_pattern(pattern)), DATE
+    return _call("to_date", args[0].spark, _pattern_literal(pattern.text)), DATE
 
 
 def _unix_timestamp(args: list[Typed]) -> tuple[exp.Expr, SqlType]:
@@ -727,8 +723,7 @@ def _unit_step(args: list[Typed], name: str, target: SqlType) -> exp.Expr:
         shown = ", ".join("INTERVAL UNIT" if isinstance(a.spark, exp.Var) else ksql_text(a.type) for a in args)
         raise ArgumentError(f"Function '{name.lower()}' does not accept parameters ({shown}).", whole=True)
     assert isinstance(unit, exp.Var)
-    step = exp.Mul(this=_typed_cast(args[1].spark, BIGINT), expression=exp.Literal.number(TIME_UNITS[unit.name]))
-    return step
+    return exp.Mul(this=_typed_cast(args[1].spark, BIGINT), expression=exp.Literal.number(TIME_UNITS[unit.name]))
 
 
 def _date_shift(name: str, sign: int) -> Callable[[list[Typed]], tuple[exp.Expr, SqlType]]:
