@@ -295,6 +295,22 @@ PORTS = [
          "STRINGTOTIMESTAMP({0}, 'yyyy-MM-dd HH:mm:ss', 'America/Los_Angeles')", ("STRING",),
          [(("2018-08-15 10:10:43",), 1534353043000), (("2021-03-14 02:30:00",), 1615717800000),
           (("2021-11-07 01:30:00",), 1636273800000)]),
+    # Not query-validation cases: texts read by STRINGTOTIMESTAMP's letters, each value
+    # the one ksqlDB's parser gives (Java 17's DateTimeFormatter, fields missing from the
+    # text taken from 1970-01-01T00:00:00Z).
+    *(Port(f"StringToTimestamp.java: the pattern {_q(p)}", f"STRINGTOTIMESTAMP({{0}}, {_q(p)})", ("STRING",), [((t,), ms)])
+      for t, p, ms in [
+          ("21-03-04", "yy-MM-dd", 1614816000000), ("2021-063", "yyyy-DDD", 1614816000000),
+          ("04 mar 2021", "dd MMM yyyy", 1614816000000), ("3/4/2021", "M/d/yyyy", 1614816000000),
+          ("2021-03-04 5:07 PM", "yyyy-MM-dd h:mm a", 1614877620000), ("2021-03-04 12:07 am", "yyyy-MM-dd hh:mm a", 1614816420000),
+          ("2021-03-04 24:00", "yyyy-MM-dd kk:mm", 1614816000000), ("2021-03-04 11:07", "yyyy-MM-dd KK:mm", 1614856020000),
+          ("12:00:00.123456", "HH:mm:ss.SSSSSS", 43200123), ("2021-03-04T10:00:00+0530", "yyyy-MM-dd'T'HH:mm:ssZ", 1614832200000),
+          ("2021-03-04T10:00:00 GMT+5", "yyyy-MM-dd'T'HH:mm:ss O", 1614834000000),
+          ("2021-03-04T10:00 Europe/Paris", "yyyy-MM-dd'T'HH:mm VV", 1614848400000),
+          ("2021-03-04T10:00 CET", "yyyy-MM-dd'T'HH:mm z", 1614848400000), ("2021-03", "yyyy-MM", 1614556800000),
+          ("15", "mm", 900000), ("AD 2021", "G yyyy", 1609459200000), ("2021-03-04", "yyyy-MM-dd[ HH:mm]", 1614816000000),
+          ("2021-03-04 10:11", "yyyy-MM-dd[ HH:mm]", 1614852660000), ("0021-03-04", "yyyy-MM-dd", -61499088000000),
+      ]),
     Port("unix-timestamp.json: returns the current timestamp", "UNIX_TIMESTAMP() > 100", (), [((), True)]),
     Port("unix-timestamp.json: convert timezone to milliseconds", "UNIX_TIMESTAMP({0})", ("TIMESTAMP",),
          [((100,), 100), ((1589234313000,), 1589234313000), ((None,), None)]),
