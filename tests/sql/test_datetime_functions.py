@@ -218,8 +218,10 @@ def test_every_pattern_letter_taken_formats_as_java_does(spark):
     frame = spark.createDataFrame([(i,) for i in instants], "ms long").select(F.timestamp_millis("ms").alias("t"))
     rows = frame.select(*(F.date_format("t", p).alias(f"c{i}") for i, p in enumerate(patterns))).collect()
     wrong = []
+    zoned = [instant.ofEpochMilli(ms).atZone(utc) for ms in instants]
     for i, pattern in enumerate(patterns):
-        java = [instant.ofEpochMilli(ms).atZone(utc).format(formatter.ofPattern(pattern)) for ms in instants]
+        java_format = formatter.ofPattern(pattern)
+        java = [z.format(java_format) for z in zoned]
         got = [row[i] for row in rows]
         if got != java:
             wrong.append(f"{pattern}: {got} != {java}")
@@ -457,8 +459,10 @@ def test_offsets_in_other_zones_format_as_java_does(spark):
                                   "value struct<TIME: timestamp>")
     rows = frame.selectExpr(*(f"{t.spark.sql(dialect='spark')} AS c{i}" for i, t in enumerate(typed))).collect()
     wrong = []
+    zoned = {zone: [instant.ofEpochMilli(ms).atZone(zone_id.of(zone)) for ms in instants] for zone in zones}
+    java_formats = {pattern: formatter.ofPattern(pattern) for pattern in patterns}
     for i, (pattern, zone) in enumerate(cases):
-        java = [instant.ofEpochMilli(ms).atZone(zone_id.of(zone)).format(formatter.ofPattern(pattern)) for ms in instants]
+        java = [z.format(java_formats[pattern]) for z in zoned[zone]]
         got = [row[i] for row in rows]
         if got != java:
             wrong.append(f"{pattern} in {zone}: {got} != {java}")
