@@ -485,12 +485,24 @@ class Translator:
             raise self.error(node, f"Can't find any functions with the name '{name}'")
         if any(isinstance(a, exp.Star) for a in node.expressions):
             raise self.error(node, f"'*' is not an argument of {name}")
-        args = [self.typed(a) for a in node.expressions]
+        args = [
+            self._unit(a) if i == 0 and name in functions.UNIT_FUNCTIONS else self.typed(a)
+            for i, a in enumerate(node.expressions)
+        ]
         try:
             spark, result = function(args)
         except functions.ArgumentError as error:
-            raise self.error(node, f"{name}: {error}") from None
+            raise self.error(node, str(error) if error.whole else f"{name}: {error}") from None
         return Typed(spark, result)
+
+    def _unit(self, node: exp.Expr) -> Typed:
+        """A time unit (``DAYS``, ``HOUR``, ...) where a function takes one, as an
+        ``exp.Var`` holding its name; anything else is typed as usual."""
+        if isinstance(node, exp.Column) and not node.table and not node.this.quoted:
+            unit = node.name.upper()
+            if unit in functions.TIME_UNITS:
+                return Typed(exp.Var(this=unit), None)
+        return self.typed(node)
 
 
 def _paren(node: exp.Expr) -> exp.Expr:
