@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 # Tests run in two processes (pytest-xdist), each with its own SparkSession; the
 # integration tests share one of them (one broker, one cluster). PYTEST_WORKERS=0: one.
 PYTEST_WORKERS ?= 2
-XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
+XDIST := -n $(PYTEST_WORKERS)
 
 .PHONY: install kafka-jars demo test test-fast test-slow bench lint clean
 

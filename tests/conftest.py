@@ -9,6 +9,21 @@ import pytest
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """Run in parallel (``pytest -n 2``), a worker takes a whole test module at a time,
+    and every integration test goes to the one worker that takes the first of them: one
+    broker and one cluster serve them all."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith("tests/integration/"):
+                return "tests/integration"
+            return super()._split_scope(nodeid)
+
+    return ByModule(config, log)
+
+
 MASTER_ENV = "TABLESTREAM_TEST_MASTER"
 """A Spark standalone master (``spark://127.0.0.1:P``) the session's tests run on
 instead of ``local[2]``: the cluster tier runs property tests there this way."""

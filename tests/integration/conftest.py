@@ -31,9 +31,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _HERE not in Path(str(item.path)).parents:
             continue
-        # Run in parallel (pytest -n), every test here goes to one worker: one broker
-        # and one cluster serve them all.
-        item.add_marker(pytest.mark.xdist_group("integration"))
         fixtures = getattr(item, "fixturenames", ())
         if "kafka_broker" in fixtures:
             item.add_marker(pytest.mark.kafka)
