@@ -9,6 +9,7 @@ import pytest
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+@pytest.hookimpl(optionalhook=True)  # without pytest-xdist (-p no:xdist) it is not called
 def pytest_xdist_make_scheduler(config, log):
     """Run in parallel (``pytest -n 2``), a worker takes a whole test module at a time,
     and every integration test goes to the one worker that takes the first of them: one

@@ -32,6 +32,7 @@ from tablestream.plan import (
     ToTable,
     ToTopic,
 )
+from tablestream.plan.expr import SPARK
 
 # --- expressions ---------------------------------------------------------------------------
 
@@ -42,6 +43,22 @@ def test_sql_expressions_compare_by_normalized_spark_sql():
     assert str(SqlExpr("upper(name)")) == "UPPER(name)"
     assert SqlExpr("amount > 10") != SqlExpr("amount >= 10")
     assert hash(SqlExpr("a+1")) == hash(SqlExpr("a + 1"))
+
+
+@pytest.mark.parametrize(
+    "text, sql",
+    [
+        ("to_date(value.d, 'd/M/y')", "TO_DATE(value.d, 'd/M/y')"),
+        ("date_format(value.t, 'E y')", "DATE_FORMAT(value.t, 'E y')"),
+        ("from_unixtime(value.s, 'y %')", "FROM_UNIXTIME(value.s, 'y %')"),
+        ("to_timestamp(value.s, 'yy-M-d')", "TO_TIMESTAMP(value.s, 'yy-M-d')"),
+    ],
+)
+def test_datetime_patterns_are_kept_as_written(text, sql):
+    """Spark reads 'y' and 'yyyy' differently (only 'y' takes a two-digit year): the
+    normalized SQL keeps the pattern as written, and so does the tree read back."""
+    assert SqlExpr(text).sql == sql
+    assert SqlExpr(text).tree().sql(dialect=SPARK) == sql
 
 
 def test_sql_expression_tree():

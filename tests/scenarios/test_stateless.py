@@ -143,6 +143,16 @@ def test_map_values_with_sql_struct_keeps_keys_and_timestamps(spark):
     )
 
 
+def test_map_values_keeps_datetime_patterns_as_written(spark):
+    """'y' reads a two-digit year as it is (year 21); 'yyyy' would refuse it."""
+    b = StreamsBuilder()
+    b.stream("in", value_schema="d STRING").map_values(
+        "struct(CAST(to_date(value.d, 'd/M/y') AS STRING) AS day, date_format(to_date(value.d, 'd/M/y'), 'y E') AS text)"
+    ).to("out")
+    out = run_batch(spark, b, [("in", "a", {"d": "1/2/21"}, 5)], "out")["out"]
+    assert out == [R("a", {"day": "0021-02-01", "text": "21 Mon"}, 5)]
+
+
 def test_map_values_with_a_spark_column(spark):
     b = StreamsBuilder()
     b.stream("in", value_schema=ORDER).map_values(F.col("value.qty") * 10).to("out")

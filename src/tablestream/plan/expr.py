@@ -13,6 +13,7 @@ from typing import Literal
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, SqlglotError
 
 from tablestream.plan.errors import InvalidExpressionError
@@ -37,6 +38,18 @@ def record_column(tree: exp.Expr) -> str | None:
         return None
     return name
 
+class SparkSql(Spark):
+    """Spark's dialect with datetime patterns kept as written. sqlglot's Spark dialect
+    reads a pattern into strftime codes and writes it back, which changes what Spark
+    reads (``'y'`` comes back as ``'yyyy'``, which refuses a two-digit year); every
+    expression is parsed and rendered with this one instead."""
+
+    TIME_MAPPING: dict[str, str] = {}
+
+
+SPARK = SparkSql
+"""The dialect every expression is parsed and rendered with."""
+
 _SQLGLOT_CLASS = re.compile(r"<class '(?:[\w.]+\.)?(\w+)'>")
 
 # sqlglot groups statements (DROP, SHOW, USE, INSERT, SELECT, a;b, ...) in these modules;
@@ -52,7 +65,7 @@ def _is_statement(tree: exp.Expr) -> bool:
 
 def _parse(text: str) -> exp.Expr:
     try:
-        tree = sqlglot.parse_one(text, dialect="spark")
+        tree = sqlglot.parse_one(text, dialect=SPARK)
     except ParseError as error:
         if error.errors:
             first = error.errors[0]
@@ -105,11 +118,11 @@ class SqlExpr:
             raise InvalidExpressionError(
                 f"A SQL expression must be a str, got {type(self.text).__name__}"
             )
-        object.__setattr__(self, "sql", _parse(self.text).sql(dialect="spark"))
+        object.__setattr__(self, "sql", _parse(self.text).sql(dialect=SPARK))
 
     def tree(self) -> exp.Expr:
         """The sqlglot syntax tree of the expression (parsed again; nodes keep only text)."""
-        return sqlglot.parse_one(self.sql, dialect="spark")
+        return sqlglot.parse_one(self.sql, dialect=SPARK)
 
     def __str__(self) -> str:
         return self.sql

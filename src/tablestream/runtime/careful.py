@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from ..plan.expr import SPARK
+
 
 @dataclass(frozen=True)
 class CarefulForm:
@@ -49,7 +51,7 @@ class CarefulForm:
 def careful_form(sql: str) -> CarefulForm | None:
     """The careful form of a Spark SQL expression, or None when no part of it can raise
     at run time in a form this module rewrites (it is then evaluated as it is)."""
-    value, reason = _careful(sqlglot.parse_one(sql, dialect="spark"))
+    value, reason = _careful(sqlglot.parse_one(sql, dialect=SPARK))
     return None if reason is None else CarefulForm(value, reason)
 
 
@@ -67,7 +69,7 @@ def may_fail(sql: str) -> bool:
 def _template(sql: str) -> Callable[..., exp.Expression]:
     """A SQL template with ``:name`` placeholders, filled with (copies of) expressions;
     each one is parenthesized, so that precedence never changes its meaning."""
-    tree = sqlglot.parse_one(sql, dialect="spark")
+    tree = sqlglot.parse_one(sql, dialect=SPARK)
 
     def fill(**parts: exp.Expression) -> exp.Expression:
         def replace(node: exp.Expression) -> exp.Expression:
@@ -148,13 +150,13 @@ def _careful(node: exp.Expression) -> tuple[exp.Expression, exp.Expression | Non
 def _own(node: exp.Expression, new: exp.Expression) -> tuple[exp.Expression, exp.Expression] | None:
     """The non-raising form of ``new`` (``node`` with its parts rewritten) and why its
     strict form raises, when ``node`` is a form Spark raises on."""
-    text = node.sql(dialect="spark")
+    text = node.sql(dialect=SPARK)
     if isinstance(node, exp.Cast) and not node.args.get("safe"):
         target = node.args["to"]
         if target.is_type(*exp.DataType.TEXT_TYPES):
             return None
         value = exp.TryCast(this=new.this.copy(), to=target.copy(), safe=True)
-        return value, _unreadable(new.this, value, f"{text}: cannot cast '", f"' to {target.sql(dialect='spark')}")
+        return value, _unreadable(new.this, value, f"{text}: cannot cast '", f"' to {target.sql(dialect=SPARK)}")
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
         a, b = new.this, new.expression
         value = exp.Anonymous(this=_TRY_ARITHMETIC[type(node)], expressions=[a.copy(), b.copy()])
@@ -170,10 +172,10 @@ def _own(node: exp.Expression, new: exp.Expression) -> tuple[exp.Expression, exp
         value = _NULL_IF_ZERO(b=b, value=new)
         return value, _FAILED(failed=_all(_NOT_NULL(a=a), _ZERO(b=b)), message=_literal(f"{text}: division by zero"))
     if isinstance(node, (exp.TsOrDsToDate, exp.StrToTime)):
-        rendered = new.sql(dialect="spark")
+        rendered = new.sql(dialect=SPARK)
         for prefix, what in (("TO_DATE(", "a date"), ("TO_TIMESTAMP(", "a timestamp")):
             if rendered.upper().startswith(prefix):
-                value = sqlglot.parse_one("TRY_" + rendered, dialect="spark")
+                value = sqlglot.parse_one("TRY_" + rendered, dialect=SPARK)
                 return value, _unreadable(new.this, value, f"{text}: cannot parse '", f"' as {what}")
     return None
 

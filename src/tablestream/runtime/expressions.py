@@ -39,7 +39,7 @@ from pyspark.sql.types import BooleanType, DataType, StringType, StructField, St
 from sqlglot import exp
 
 from ..errors import TablestreamError
-from ..plan.expr import RECORD, Expr, SqlExpr
+from ..plan.expr import RECORD, SPARK, Expr, SqlExpr
 from ..storage.formats.spark_types import ksql_type_name
 from ..storage.undeclared import undeclared_key
 from .careful import CarefulForm, careful_form
@@ -151,11 +151,11 @@ def sql_column(
         for column in list(rewritten.find_all(exp.Column)):
             if column.table and column.table.lower() == "value":
                 column.set("table", exp.to_identifier(value))
-        return _spark_expr(rewritten.sql(dialect="spark"), expr)
+        return _spark_expr(rewritten.sql(dialect=SPARK), expr)
 
     form = careful_sql(expr)
     if form is None:
-        return result(bind(sqlglot.parse_one(expr.sql, dialect="spark")))
+        return result(bind(sqlglot.parse_one(expr.sql, dialect=SPARK)))
     return careful_column(
         result(bind(form.value)), bind(form.reason), udf_key(key, key_undeclared), F.col(value), quiet=quiet
     )
@@ -435,11 +435,11 @@ def joiner_sql_column(
         return exp.column(names[side])
 
     def bind(tree: exp.Expression) -> Column:
-        return _spark_expr(tree.transform(rewrite).sql(dialect="spark"), expr)
+        return _spark_expr(tree.transform(rewrite).sql(dialect=SPARK), expr)
 
     form = careful_sql(expr)
     if form is None:
-        return bind(sqlglot.parse_one(expr.sql, dialect="spark"))
+        return bind(sqlglot.parse_one(expr.sql, dialect=SPARK))
     reason = F.when(F.col(present), bind(form.reason))
     return careful_column(bind(form.value), reason, udf_key("key", key_undeclared), F.col(left), positioned=positioned)
 

@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from tablestream.dsl import StreamsBuilder
 from tablestream.errors import TablestreamError
+from tablestream.plan.expr import SPARK
 from tablestream.plan.topology import Topology
 from tablestream.schema import BIGINT, DOUBLE, INT, STRING, ArrayType, Column, DecimalType, SqlType
 from tablestream.sql import statements as st
@@ -1511,7 +1512,7 @@ def _is_as_value(node: exp.Expr) -> bool:
 
 
 def _sql(node: exp.Expr | str) -> str:
-    return node if isinstance(node, str) else node.sql(dialect="spark")
+    return node if isinstance(node, str) else node.sql(dialect=SPARK)
 
 
 def _struct(values: list[OutColumn]) -> exp.Expr:
