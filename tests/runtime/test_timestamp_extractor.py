@@ -4,19 +4,30 @@ a record without a usable one goes to the processing log."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from tablestream.dsl import StreamsBuilder
 from tablestream.runtime.expressions import ExpressionError
+from tablestream.runtime.timestamps import TimestampExtraction
 from tablestream.testing.driver import TestDriver
-
-pytestmark = pytest.mark.spark
 
 
 def records_of(driver: TestDriver, topic: str) -> list[tuple]:
     return [(r.key, r.value, r.timestamp) for r in driver.create_output_topic(topic).read_records()]
 
 
+def test_a_plan_without_extractors_reads_its_records_as_they_are():
+    # No column, projection or job is added: the batch's records are the same object.
+    records = object()
+    plain = SimpleNamespace(node=SimpleNamespace(timestamp_extractor=None))
+    extraction = TimestampExtraction([plain, plain], records)
+    assert not extraction
+    assert extraction.apply(records) is records
+
+
+@pytest.mark.spark
 def test_extracted_timestamps_order_a_stream_table_join_and_stamp_its_outputs_and_aggregates(spark):
     # Written timestamps would put every user update after both clicks (no match); the
     # extracted ones interleave them: home (10) meets ann (5), cart (30) meets bob (20).
@@ -48,6 +59,7 @@ def test_extracted_timestamps_order_a_stream_table_join_and_stamp_its_outputs_an
         assert driver.processing_log == []
 
 
+@pytest.mark.spark
 def test_records_without_a_usable_extracted_timestamp_go_to_the_processing_log(spark):
     builder = StreamsBuilder()
     builder.stream("events", key_schema="STRING", value_schema="id INT, at STRING",
@@ -76,6 +88,7 @@ def test_records_without_a_usable_extracted_timestamp_go_to_the_processing_log(s
         ]
 
 
+@pytest.mark.spark
 def test_an_extractor_of_another_type_or_an_unknown_column_is_refused_when_the_driver_is_made(spark):
     builder = StreamsBuilder()
     builder.stream("events", value_schema="id INT, at STRING", timestamp_extractor="at").to("out")

@@ -44,6 +44,8 @@ class TimestampExtraction:
 
         self.sources = [r for r in source_rules if r.node.timestamp_extractor is not None]
         self._decoded: dict[str, Column] = {}
+        if not self.sources:
+            return
         millis: list[tuple[Column, Column, Column]] = []  # (inside, timestamp, problem)
         for i, rule in enumerate(self.sources):
             node, inside = rule.node, rule.topic_filter
@@ -67,9 +69,8 @@ class TimestampExtraction:
                 except AnalysisException as error:
                     raise ExpressionError(f"{node.name}: timestamp extractor: {explain(error, node, texts)}") from error
             millis.append((inside, *_millis(node, result, dtype, reason, inside & ~F.coalesce(F.col(names[2]), F.lit(False)))))
-        self._error = F.coalesce(*[problem for _, _, problem in millis]) if len(millis) > 1 else (
-            millis[0][2] if millis else None
-        )
+        problems = [problem for _, _, problem in millis]
+        self._error = F.coalesce(*problems) if len(problems) > 1 else problems[0]
         timestamp = F.col("timestamp")
         for inside, ms, problem in reversed(millis):
             timestamp = F.when(inside, F.coalesce(F.when(problem.isNull(), ms), F.lit(0).cast("bigint"))).otherwise(

@@ -28,7 +28,8 @@ from tablestream.errors import TablestreamError
 from tablestream.plan.topology import Topology
 from tablestream.schema import BIGINT, DOUBLE, INT, STRING, ArrayType, Column, DecimalType, SqlType
 from tablestream.sql import statements as st
-from tablestream.sql.catalog import Base, Layout, QueryInfo, SourceInfo, own
+from tablestream.sql.catalog import Base, Layout, QueryInfo, SourceInfo, own, record_layout
+from tablestream.sql.datetime_patterns import PatternError, spark_pattern
 from tablestream.sql.dialect import node_position, parse_script
 from tablestream.sql.errors import SqlError
 from tablestream.sql.expressions import (
@@ -49,10 +50,10 @@ __all__ = ["CompiledSql", "InsertRecord", "SqlCompiler", "compile_sql"]
 # WITH properties: those read here, and ksqlDB's others (refused with a clear error).
 _SUPPORTED = {
     "KAFKA_TOPIC", "KEY_FORMAT", "VALUE_FORMAT", "FORMAT", "PARTITIONS", "REPLICAS",
-    "VALUE_DELIMITER", "WRAP_SINGLE_VALUE",
+    "VALUE_DELIMITER", "WRAP_SINGLE_VALUE", "TIMESTAMP", "TIMESTAMP_FORMAT",
 }
 _KNOWN = _SUPPORTED | {
-    "TIMESTAMP", "TIMESTAMP_FORMAT", "KEY_DELIMITER", "RETENTION_MS", "CLEANUP_POLICY",
+    "KEY_DELIMITER", "RETENTION_MS", "CLEANUP_POLICY",
     "KEY_SCHEMA_ID", "VALUE_SCHEMA_ID", "KEY_SCHEMA_FULL_NAME", "VALUE_SCHEMA_FULL_NAME",
     "VALUE_AVRO_SCHEMA_FULL_NAME", "KEY_PROTOBUF_NULLABLE_REPRESENTATION",
     "VALUE_PROTOBUF_NULLABLE_REPRESENTATION", "WINDOW_TYPE", "WINDOW_SIZE", "SOURCE_CONNECTOR",
@@ -286,6 +287,10 @@ class SqlCompiler:
         wrapped = self._wrapped(props, value_format, value_columns, s.position)
         self._check_key_format(key_format, key_columns, s.position)
         partitions = self._partitions(props, topic, s.position, required=True)
+        columns = {c.name: c for c in (*key_columns, *value_columns)}
+        extractor = self._timestamp_extractor(
+            props, columns, record_layout(name, tuple(key_columns), tuple(value_columns), wrapped)
+        )
         info = SourceInfo(
             name=name,
             kind=s.kind,
@@ -300,6 +305,7 @@ class SqlCompiler:
             statement=s.text,
             read_only=s.source,
             inherited_key_format=key_format if key_columns else declared_key,
+            timestamp_extractor=extractor,
         )
         self.result.sources[name] = info
         self.result.topics[topic] = partitions
@@ -323,6 +329,47 @@ class SqlCompiler:
                 raise self.error(p.position, "A VALUE_DELIMITER other than ',' is not supported yet")
             out[p.name] = (p.value, p.position)
         return out
+
+    def _timestamp_extractor(
+        self, props: dict[str, tuple[Any, st.Position]], columns: dict[str, Column], layout: Layout
+    ) -> str | None:
+        """``WITH (TIMESTAMP='col' [, TIMESTAMP_FORMAT='pattern'])`` as the DSL's timestamp
+        extractor: SQL over the record reading ``col`` (a BIGINT of epoch milliseconds, a
+        TIMESTAMP, or a STRING parsed with the pattern); ksqlDB's checks and texts."""
+        given = props.get("TIMESTAMP")
+        pattern = props.get("TIMESTAMP_FORMAT")
+        if given is None:
+            if pattern is not None:
+                # ksqlDB ignores a format without a column; a setting that does nothing is refused.
+                raise self.error(pattern[1], "'TIMESTAMP_FORMAT' set in the WITH clause needs 'TIMESTAMP', the column it parses")
+            return None
+        text, where = given
+        if not isinstance(text, str) or not text.strip():
+            raise self.error(where, "TIMESTAMP must be a column name in quotes")
+        name = text[1:-1] if len(text) > 1 and text[0] == text[-1] == "`" else text.upper()
+        if pattern is not None:
+            if not isinstance(pattern[0], str):
+                raise self.error(pattern[1], "TIMESTAMP_FORMAT must be a datetime pattern in quotes")
+            try:
+                spark = spark_pattern(pattern[0])
+            except PatternError as error:
+                raise self.error(pattern[1], f"Invalid datetime format for config:TIMESTAMP_FORMAT, reason:{error}") from None
+        column = columns.get(name)
+        if column is None:
+            raise self.error(where, f"The TIMESTAMP column set in the WITH clause does not exist in the schema: '{name}'")
+        field = next(f for f in layout.fields if f.name == name and f.role != "pseudo")
+        read = layout.read(field, Base("value"), True)
+        assert read is not None
+        kind = str(column.type)
+        if kind == "STRING":
+            if pattern is None:
+                raise self.error(where, "A String timestamp field has been specified without also specifying the timestamp_format")
+            read = exp.Anonymous(this="to_timestamp", expressions=[read, exp.Literal.string(spark)])
+        elif pattern is not None:
+            raise self.error(pattern[1], "'TIMESTAMP_FORMAT' set in the WITH clause can only be used when the timestamp column is of type STRING.")
+        elif kind not in ("BIGINT", "TIMESTAMP"):
+            raise self.error(where, f"Timestamp column, `{name}`, should be LONG(INT64), TIMESTAMP, or a String with a timestamp_format specified")
+        return read.sql(dialect="spark")
 
     def _topic_name(self, props: dict[str, tuple[Any, st.Position]], position: st.Position) -> str:
         if "KAFKA_TOPIC" not in props:
@@ -417,6 +464,7 @@ class SqlCompiler:
                 "value_format": info.value_format,
                 "key_schema": key_schema,
                 "value_schema": value_schema,
+                "timestamp_extractor": info.timestamp_extractor,
             }
             if info.kind == "STREAM":
                 info.facade = self.builder.stream(info.topic, **common)
@@ -428,8 +476,9 @@ class SqlCompiler:
                     (
                         other for other in self.result.sources.values()
                         if other.kind == "STREAM" and other.query_id is None and other.topic == info.topic
-                        and (other.key_format, other.value_format, other.key_schema, other.value_schema)
-                        == (info.key_format, info.value_format, key_schema, value_schema)
+                        and (other.key_format, other.value_format, other.key_schema, other.value_schema,
+                             other.timestamp_extractor)
+                        == (info.key_format, info.value_format, key_schema, value_schema, info.timestamp_extractor)
                     ),
                     None,
                 )
@@ -451,6 +500,9 @@ class SqlCompiler:
                 raise self.error(s.position, f"Cannot add {s.kind.lower()} '{name}': A {existing.kind.lower()} with the same name already exists")
             raise self.error(s.position, f"Cannot replace {existing.kind.lower()} '{name}': CREATE OR REPLACE of a query is not supported yet")
         props = self._properties(s.properties)
+        for prop in ("TIMESTAMP", "TIMESTAMP_FORMAT"):
+            if prop in props:
+                raise self.error(props[prop][1], f"The WITH property {prop} of CREATE ... AS SELECT is not supported yet")
         if s.query.emit == "FINAL":
             raise self.error(s.query.position, "EMIT FINAL is only supported for windowed aggregations, which are not supported yet")
         if s.query.limit is not None:
