@@ -97,14 +97,35 @@ def test_ksqldb_refuses_a_timestamp_column_it_cannot_read(column, props, message
     assert (error.value.line, error.value.column) == (1, statement.index(at) + 1)
 
 
-def test_the_property_on_create_as_select_is_refused_for_now():
+def test_on_create_as_select_the_column_stamps_the_records_written():
     script = (
         "CREATE STREAM TEST (K STRING KEY, ID bigint) WITH (kafka_topic='test_topic', value_format='JSON');"
         "CREATE STREAM TS WITH (timestamp='sink_ts') AS SELECT K, id as sink_ts, id FROM test;"
     )
+    nodes = compile_sql(script).topology.nodes
+    assert [type(n).__name__ for n in nodes] == ["StreamSource", "MapValues", "WithTimestamp", "ToTopic"]
+    assert nodes[2].timestamp == SqlExpr("value.`SINK_TS`")
+
+
+@pytest.mark.parametrize(
+    ("statement", "message", "at"),
+    [
+        # timestampformat.json: "timestamp column with invalid data type should throw exception"
+        ("CREATE STREAM TS WITH (timestamp='event_ts') AS SELECT K, id, event_ts FROM test;",
+         "Timestamp column, `EVENT_TS`, should be LONG(INT64), TIMESTAMP, or a String with a timestamp_format specified",
+         "timestamp="),
+        # timestampformat.json: "timestamp with column that does not exist should throw exception", with K
+        # projected (ksqlDB checks the timestamp column first; without K tablestream reports the missing key)
+        ("CREATE STREAM TS WITH (timestamp='invalid_ts') AS SELECT K, id, event_ts FROM test;",
+         "The TIMESTAMP column set in the WITH clause does not exist in the schema: 'INVALID_TS'", "timestamp="),
+    ],
+)
+def test_create_as_select_refuses_a_timestamp_column_of_its_result_it_cannot_read(statement, message, at):
+    source = "CREATE STREAM TEST (K STRING KEY, ID bigint, EVENT_TS int) WITH (kafka_topic='test_topic', value_format='JSON');"
     with pytest.raises(SqlError) as error:
-        compile_sql(script)
-    assert error.value.detail == "The WITH property TIMESTAMP of CREATE ... AS SELECT is not supported yet"
+        compile_sql(source + "\n" + statement)
+    assert error.value.detail == message
+    assert (error.value.line, error.value.column) == (2, statement.index(at) + 1)
 
 
 def test_a_table_over_a_streams_topic_with_another_timestamp_column_is_not_that_stream():
@@ -216,6 +237,141 @@ PORTS = [
         outputs=[
             ('OUTPUT', None, {'EVENT_TS': 1}, 1526075913000),
             ('OUTPUT', None, {'EVENT_TS': 2}, 1589234313000),
+        ],
+    ),
+]
+
+
+PORTS += [
+    Port(
+        'timestamp-extractor',
+        'sink bigint timestamp column',
+        [
+            "CREATE STREAM TEST (K STRING KEY, ID bigint) WITH (kafka_topic='test_topic', value_format='JSON');",
+            "CREATE STREAM TS WITH (timestamp='sink_ts') AS SELECT K, id as sink_ts, id FROM test;",
+        ],
+        inputs=[
+            ('test_topic', None, {'ID': 1}, 1526075913000),
+            ('test_topic', None, {'ID': -2}, 1526075913000),
+            ('test_topic', None, {'ID': 3}, 1589234313000),
+        ],
+        outputs=[
+            ('TS', None, {'SINK_TS': 1, 'ID': 1}, 1),
+            ('TS', None, {'SINK_TS': 3, 'ID': 3}, 3),
+        ],
+    ),
+    Port(
+        'timestamp-extractor',
+        'sink key column',
+        [
+            "CREATE STREAM TEST (K BIGINT KEY, ID bigint) WITH (kafka_topic='test_topic', value_format='JSON');",
+            "CREATE STREAM TS WITH (timestamp='K') AS SELECT * FROM test;",
+        ],
+        inputs=[
+            ('test_topic', 1, {'ID': 100}, 1526075913000),
+            ('test_topic', -2, {'ID': 200}, 1526075913000),
+            ('test_topic', 3, {'ID': 300}, 1589234313000),
+        ],
+        outputs=[
+            ('TS', 1, {'ID': 100}, 1),
+            ('TS', 3, {'ID': 300}, 3),
+        ],
+    ),
+    Port(
+        'timestampformat',
+        'override output timestamp for CSAS using a string TIMESTAMP_FORMAT',
+        [
+            "CREATE STREAM TEST (K STRING KEY, ID bigint, EVENT_TS varchar) WITH (kafka_topic='test_topic', value_format='JSON');",
+            "CREATE STREAM TS WITH (timestamp='event_ts', timestamp_format='yyyy-MM-dd''T''HH:mm:ssX') AS SELECT K, id, event_ts FROM test;",
+        ],
+        inputs=[
+            ('test_topic', None, {'ID': 1, 'EVENT_TS': '2018-05-11T21:58:33Z'}, 10),
+            ('test_topic', None, {'ID': 2, 'EVENT_TS': 'not a timestamp'}, 10),
+            ('test_topic', None, {'ID': 3, 'EVENT_TS': '2019-05-11T21:58:33Z'}, 10),
+        ],
+        outputs=[
+            ('TS', None, {'ID': 1, 'EVENT_TS': '2018-05-11T21:58:33Z'}, 1526075913000),
+            ('TS', None, {'ID': 3, 'EVENT_TS': '2019-05-11T21:58:33Z'}, 1557611913000),
+        ],
+    ),
+    Port(
+        'timestampformat',
+        'override output timestamp for CTAS',
+        [
+            "CREATE TABLE TEST (K STRING PRIMARY KEY, ID bigint) WITH (kafka_topic='test_topic', value_format='JSON');",
+            "CREATE TABLE TS WITH (timestamp='sink_ts') AS SELECT K, id as sink_ts, id FROM test;",
+        ],
+        inputs=[
+            ('test_topic', 'a', {'ID': 1}, 1526075913000),
+            ('test_topic', 'a', {'ID': -2}, 1526075913000),
+            ('test_topic', 'a', {'ID': 3}, 1589234313000),
+        ],
+        outputs=[
+            ('TS', 'a', {'SINK_TS': 1, 'ID': 1}, 1),
+            ('TS', 'a', {'SINK_TS': 3, 'ID': 3}, 3),
+        ],
+    ),
+    Port(
+        'join-with-custom-timestamp',
+        'stream table join with ts extractor both sides',
+        [
+            "CREATE STREAM S1 (ID BIGINT KEY, NAME varchar, TS bigint) WITH (timestamp='TS', kafka_topic='s1', value_format='JSON');",
+            "CREATE TABLE  T1 (ID BIGINT PRIMARY KEY, F1 varchar, F2 varchar, RTS bigint) WITH (timestamp='RTS', kafka_topic='t1', value_format='JSON');",
+            "CREATE STREAM S1_JOIN_T1 WITH(timestamp='TS') as SELECT S1.ID, S1.name as name, S1.ts as ts, T1.f1, T1.f2 from S1 inner join T1 ON s1.id = t1.id;",
+        ],
+        inputs=[
+            ('t1', 0, {'F1': 'blah', 'F2': 'foo', 'RTS': 10000}, 10000),
+            ('s1', 0, {'NAME': 'zero', 'TS': 0}, 10000),
+            ('t1', 10, {'F1': 'foo', 'F2': 'bar', 'RTS': 13000}, 90000),
+            ('s1', 10, {'NAME': '100', 'TS': 11000}, 800000),
+            ('s1', 0, {'NAME': 'jan', 'TS': 8000}, 0),
+        ],
+        outputs=[
+            ('S1_JOIN_T1', 0, {'NAME': 'zero', 'TS': 0, 'F1': 'blah', 'F2': 'foo'}, 0),
+            ('S1_JOIN_T1', 10, {'NAME': '100', 'TS': 11000, 'F1': 'foo', 'F2': 'bar'}, 11000),
+            ('S1_JOIN_T1', 0, {'NAME': 'jan', 'TS': 8000, 'F1': 'blah', 'F2': 'foo'}, 8000),
+        ],
+    ),
+    Port(
+        'join-with-custom-timestamp',
+        'table table inner join with ts',
+        [
+            "CREATE TABLE S1 (ID BIGINT PRIMARY KEY, NAME varchar, TS bigint) WITH (timestamp='TS', kafka_topic='s1', value_format='JSON');",
+            "CREATE TABLE S2 (ID BIGINT PRIMARY KEY, F1 varchar, F2 varchar) WITH (kafka_topic='s2', value_format='JSON');",
+            "CREATE TABLE S1_JOIN_S2 WITH(timestamp='TS') as SELECT S1.ID, S1.name as name, S1.ts as ts, s2.f1, s2.f2 from S1 join S2 ON s1.id = s2.id;",
+        ],
+        inputs=[
+            ('s1', 0, {'NAME': 'zero', 'TS': 0}, 0),
+            ('s2', 0, {'F1': 'blah', 'F2': 'foo'}, 10000),
+            ('s2', 10, {'F1': 'foo', 'F2': 'bar'}, 13000),
+            ('s1', 10, {'NAME': '100', 'TS': 19000}, 22000),
+            ('s1', 0, {'NAME': 'jan', 'TS': 18000}, 33000),
+        ],
+        outputs=[
+            ('S1_JOIN_S2', 0, {'NAME': 'zero', 'TS': 0, 'F1': 'blah', 'F2': 'foo'}, 0),
+            ('S1_JOIN_S2', 10, {'NAME': '100', 'TS': 19000, 'F1': 'foo', 'F2': 'bar'}, 19000),
+            ('S1_JOIN_S2', 0, {'NAME': 'jan', 'TS': 18000, 'F1': 'blah', 'F2': 'foo'}, 18000),
+        ],
+    ),
+    Port(
+        'join-with-custom-timestamp',
+        'table table inner join with ts extractor both sides',
+        [
+            "CREATE TABLE S1 (ID BIGINT PRIMARY KEY, NAME varchar, TS bigint) WITH (timestamp='TS', kafka_topic='s1', value_format='JSON');",
+            "CREATE TABLE S2 (ID BIGINT PRIMARY KEY, F1 varchar, F2 varchar, RTS bigint) WITH (timestamp='RTS', kafka_topic='s2', value_format='JSON');",
+            "CREATE TABLE S1_JOIN_S2 WITH(timestamp='TS') as SELECT S1.ID, S1.name as name, S1.ts as ts, s2.f1, s2.f2 from S1 join S2 ON s1.id = s2.id;",
+        ],
+        inputs=[
+            ('s1', 0, {'NAME': 'zero', 'TS': 0}, 0),
+            ('s2', 0, {'F1': 'blah', 'F2': 'foo', 'RTS': 10000}, 0),
+            ('s2', 10, {'F1': 'foo', 'F2': 'bar', 'RTS': 13000}, 0),
+            ('s1', 10, {'NAME': '100', 'TS': 11000}, 0),
+            ('s1', 0, {'NAME': 'jan', 'TS': 8000}, 0),
+        ],
+        outputs=[
+            ('S1_JOIN_S2', 0, {'NAME': 'zero', 'TS': 0, 'F1': 'blah', 'F2': 'foo'}, 0),
+            ('S1_JOIN_S2', 10, {'NAME': '100', 'TS': 11000, 'F1': 'foo', 'F2': 'bar'}, 11000),
+            ('S1_JOIN_S2', 0, {'NAME': 'jan', 'TS': 8000, 'F1': 'blah', 'F2': 'foo'}, 8000),
         ],
     ),
 ]

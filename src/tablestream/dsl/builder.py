@@ -11,12 +11,13 @@ from tablestream.dsl._common import (
     check_source_format,
     check_topic,
     schema_text,
+    timestamp_sql,
 )
 from tablestream.dsl.kstream import KStream
 from tablestream.dsl.ktable import GlobalKTable, KTable
 from tablestream.plan import naming
 from tablestream.plan.builder import PlanBuilder
-from tablestream.plan.errors import InvalidArgumentError, InvalidExpressionError, InvalidTypeError
+from tablestream.plan.errors import InvalidArgumentError, InvalidTypeError
 from tablestream.plan.expr import SqlExpr
 from tablestream.plan.sources import GlobalTableSource, StreamSource, TableSource
 from tablestream.plan.topology import Topology
@@ -282,15 +283,4 @@ class StreamsBuilder:
 
     @staticmethod
     def _extractor(extractor: Any, method: str) -> SqlExpr | None:
-        if extractor is None:
-            return None
-        if not isinstance(extractor, str):
-            # The timestamp is computed where the batch's records are read, before any
-            # operator: SQL, which Spark evaluates without a Python worker.
-            raise InvalidTypeError(
-                f"{method}: timestamp_extractor must be a SQL expression (str), got {type(extractor).__name__}"
-            )
-        try:
-            return SqlExpr(extractor)
-        except InvalidExpressionError as error:
-            raise InvalidExpressionError(f"{method}: timestamp extractor: {error}") from None
+        return None if extractor is None else timestamp_sql(extractor, method, "timestamp_extractor")

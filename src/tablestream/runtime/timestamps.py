@@ -68,7 +68,13 @@ class TimestampExtraction:
                     raise ExpressionError(f"{node.name}: timestamp extractor: {error}") from None
                 except AnalysisException as error:
                     raise ExpressionError(f"{node.name}: timestamp extractor: {explain(error, node, texts)}") from error
-            millis.append((inside, *_millis(node, result, dtype, reason, inside & ~F.coalesce(F.col(names[2]), F.lit(False)))))
+                label = f"timestamp extractor '{node.timestamp_extractor.text}'"
+                try:
+                    ms, problem = to_millis(result, dtype, reason, label, "extracted timestamp")
+                except ExpressionError as error:
+                    raise ExpressionError(f"{node.name}: {error}") from None
+            # A record that does not decode is logged for that, by its source.
+            millis.append((inside, ms, F.when(inside & ~F.coalesce(F.col(names[2]), F.lit(False)), problem)))
         problems = [problem for _, _, problem in millis]
         self._error = F.coalesce(*problems) if len(problems) > 1 else problems[0]
         timestamp = F.col("timestamp")
@@ -90,23 +96,19 @@ class TimestampExtraction:
         return extracted.drop(*self._decoded)
 
 
-def _millis(node, result: Column, dtype, reason: Column | None, decoded: Column) -> tuple[Column, Column]:
-    """The extracted epoch milliseconds and why a record has none: null when it has one,
-    and unless ``decoded`` (a record of the source that decodes; one that does not is
-    logged for that)."""
+def to_millis(result: Column, dtype, reason: Column | None, label: str, noun: str) -> tuple[Column, Column]:
+    """A timestamp expression's epoch milliseconds (``result`` of Spark type ``dtype``,
+    integral or a timestamp: any other is refused, naming ``label``) and why a row has
+    none: ``reason`` (why the expression raises), or the ``noun`` is null or negative."""
     if isinstance(dtype, (TimestampType, TimestampNTZType)):
         ms = F.unix_millis(result.cast("timestamp"))
     elif isinstance(dtype, IntegralType):
         ms = result.cast("bigint")
     else:
-        raise ExpressionError(
-            f"{node.name}: timestamp extractor '{node.timestamp_extractor.text}' is {ksql_type_name(dtype)}, "
-            "not BIGINT or TIMESTAMP"
-        )
-    which = f"timestamp extractor '{node.timestamp_extractor.text}'"
+        raise ExpressionError(f"{label} is {ksql_type_name(dtype)}, not BIGINT or TIMESTAMP")
     problem = F.coalesce(
         *([reason] if reason is not None else []),
-        F.when(ms.isNull(), F.lit(f"the extracted timestamp is null ({which})")),
-        F.when(ms < 0, F.concat(F.lit("the extracted timestamp is negative: "), ms.cast("string"), F.lit(f" ({which})"))),
+        F.when(ms.isNull(), F.lit(f"the {noun} is null ({label})")),
+        F.when(ms < 0, F.concat(F.lit(f"the {noun} is negative: "), ms.cast("string"), F.lit(f" ({label})"))),
     )
-    return ms, F.when(decoded, problem)
+    return ms, problem

@@ -500,9 +500,6 @@ class SqlCompiler:
                 raise self.error(s.position, f"Cannot add {s.kind.lower()} '{name}': A {existing.kind.lower()} with the same name already exists")
             raise self.error(s.position, f"Cannot replace {existing.kind.lower()} '{name}': CREATE OR REPLACE of a query is not supported yet")
         props = self._properties(s.properties)
-        for prop in ("TIMESTAMP", "TIMESTAMP_FORMAT"):
-            if prop in props:
-                raise self.error(props[prop][1], f"The WITH property {prop} of CREATE ... AS SELECT is not supported yet")
         if s.query.emit == "FINAL":
             raise self.error(s.query.position, "EMIT FINAL is only supported for windowed aggregations, which are not supported yet")
         if s.query.limit is not None:
@@ -526,13 +523,24 @@ class SqlCompiler:
         wrapped = self._wrapped(props, value_format, value_columns, s.position)
         produced = rel.partition_count() or 1
         partitions = self._partitions(props, topic, s.position, required=False) if "PARTITIONS" in props else produced
+        # WITH (TIMESTAMP=...): the records written carry a column of the result as their
+        # timestamp (ksqlDB's sink applies it), read from the output record.
+        stamp = self._timestamp_extractor(
+            props, {c.name: c for c in (*key_columns, *value_columns)},
+            record_layout(name, key_columns, value_columns, wrapped),
+        )
         info = SourceInfo(
             name=name, kind=s.kind, topic=topic, key_format=key_format, value_format=value_format,
             key_columns=key_columns, value_columns=value_columns, wrapped=wrapped, partitions=partitions,
             position=s.position, statement=s.text, query_id=query_id,
         )
         info.facade = self._encode(rel, key, values, wrapped)
-        self._sink(info.facade, info)
+        if stamp is not None and s.kind == "STREAM":
+            info.facade = info.facade.with_timestamp(stamp)  # its readers see them too
+        elif stamp is not None:
+            self._sink(info.facade.to_stream().with_timestamp(stamp), info)
+        if stamp is None or s.kind == "STREAM":
+            self._sink(info.facade, info)
         if partitions != produced:
             info.reread = partitions
         self.result.sources[name] = info
