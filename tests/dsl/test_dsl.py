@@ -54,6 +54,7 @@ from tablestream.plan import (
     ToStream,
     ToTable,
     ToTopic,
+    WithTimestamp,
 )
 
 from .fakes import FakeColumn, fake_struct_type
@@ -142,6 +143,15 @@ def test_a_timestamp_extractor_that_is_no_sql_expression_is_refused(builder, met
         getattr(builder, method)("orders", timestamp_extractor=extractor, name="orders-source")
     assert str(error.value) == f"StreamsBuilder.{method}(): {message}"
     assert builder.build().nodes == ()
+
+
+def test_with_timestamp_adds_a_processor_with_the_sql(builder):
+    stamped = builder.stream("orders").with_timestamp("value.placed * 1000", name="stamp")
+    assert stamped.node == WithTimestamp(name="stamp", parent=SRC, timestamp=SqlExpr("value.placed * 1000"))
+    assert not stamped.repartition_required
+    with pytest.raises(InvalidTypeError) as error:
+        builder.stream("orders").with_timestamp(lambda key, value: value["placed"])
+    assert str(error.value) == "KStream.with_timestamp(): timestamp must be a SQL expression (str), got function"
 
 
 def test_one_stream_source_read_twice_needs_the_same_timestamp_extractor(builder):

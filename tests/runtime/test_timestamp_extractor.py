@@ -64,8 +64,11 @@ def test_records_without_a_usable_extracted_timestamp_go_to_the_processing_log(s
     builder = StreamsBuilder()
     builder.stream("events", key_schema="STRING", value_schema="id INT, at STRING",
                    timestamp_extractor="unix_millis(to_timestamp(at, 'yyyy-MM-dd HH:mm:ss'))").to("out")
-    builder.stream("ticks", key_schema="STRING", value_schema="id INT, ms BIGINT",
-                   timestamp_extractor="ms - 100").to("out-ticks")
+    ticks = builder.stream("ticks", key_schema="STRING", value_schema="id INT, ms BIGINT",
+                           timestamp_extractor="ms - 100")
+    ticks.to("out-ticks")
+    # A new timestamp later on: the extracted one less the id's tens.
+    ticks.with_timestamp("rowtime - id * 10", name="restamp").to("out-restamped")
     with TestDriver(builder.build(), spark=spark, batched=True) as driver:
         events = driver.create_input_topic("events")
         events.pipe_input("a", {"id": 1, "at": "2020-05-11 21:58:33"}, timestamp=1)
@@ -75,9 +78,11 @@ def test_records_without_a_usable_extracted_timestamp_go_to_the_processing_log(s
         ticks = driver.create_input_topic("ticks")
         ticks.pipe_input("e", {"id": 5, "ms": 150}, timestamp=5)
         ticks.pipe_input("f", {"id": 6, "ms": 99}, timestamp=6)
+        ticks.pipe_input("g", {"id": 9, "ms": 180}, timestamp=7)
         driver.advance()
         assert records_of(driver, "out") == [("a", {"id": 1, "at": "2020-05-11 21:58:33"}, 1589234313000)]
-        assert records_of(driver, "out-ticks") == [("e", {"id": 5, "ms": 150}, 50)]
+        assert records_of(driver, "out-ticks") == [("e", {"id": 5, "ms": 150}, 50), ("g", {"id": 9, "ms": 180}, 80)]
+        assert records_of(driver, "out-restamped") == [("e", {"id": 5, "ms": 150}, 0)]
         log = sorted((e["topic"], e["offset"], e["timestamp"], e["error"]) for e in driver.processing_log)
         assert log == [
             ("events", 1, 2, "timestamp: TO_TIMESTAMP(at, 'yyyy-MM-dd HH:mm:ss'): cannot parse 'yesterday' as a timestamp"),
@@ -85,6 +90,7 @@ def test_records_without_a_usable_extracted_timestamp_go_to_the_processing_log(s
                              "'unix_millis(to_timestamp(at, 'yyyy-MM-dd HH:mm:ss'))')"),
             ("events", 3, 4, "value: line 1 column 2: Expecting property name enclosed in double quotes"),
             ("ticks", 1, 6, "timestamp: the extracted timestamp is negative: -1 (timestamp extractor 'ms - 100')"),
+            ("ticks", 2, 80, "restamp: the timestamp is negative: -10 (timestamp 'rowtime - id * 10')"),
         ]
 
 
