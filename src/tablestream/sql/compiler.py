@@ -290,7 +290,7 @@ class SqlCompiler:
         columns = {c.name: c for c in (*key_columns, *value_columns)}
         extractor = self._timestamp_extractor(
             props, columns, record_layout(name, tuple(key_columns), tuple(value_columns), wrapped)
-        )
+        ) or (None, None)
         info = SourceInfo(
             name=name,
             kind=s.kind,
@@ -305,7 +305,8 @@ class SqlCompiler:
             statement=s.text,
             read_only=s.source,
             inherited_key_format=key_format if key_columns else declared_key,
-            timestamp_extractor=extractor,
+            timestamp_column=extractor[0],
+            timestamp_extractor=extractor[1],
         )
         self.result.sources[name] = info
         self.result.topics[topic] = partitions
@@ -332,10 +333,11 @@ class SqlCompiler:
 
     def _timestamp_extractor(
         self, props: dict[str, tuple[Any, st.Position]], columns: dict[str, Column], layout: Layout
-    ) -> str | None:
-        """``WITH (TIMESTAMP='col' [, TIMESTAMP_FORMAT='pattern'])`` as the DSL's timestamp
-        extractor: SQL over the record reading ``col`` (a BIGINT of epoch milliseconds, a
-        TIMESTAMP, or a STRING parsed with the pattern); ksqlDB's checks and texts."""
+    ) -> tuple[str, str] | None:
+        """``WITH (TIMESTAMP='col' [, TIMESTAMP_FORMAT='pattern'])``: the column's name and
+        the DSL's timestamp SQL over the record reading it (a BIGINT of epoch
+        milliseconds, a TIMESTAMP, or a STRING parsed with the pattern); ksqlDB's checks
+        and texts."""
         given = props.get("TIMESTAMP")
         pattern = props.get("TIMESTAMP_FORMAT")
         if given is None:
@@ -369,7 +371,7 @@ class SqlCompiler:
             raise self.error(pattern[1], "'TIMESTAMP_FORMAT' set in the WITH clause can only be used when the timestamp column is of type STRING.")
         elif kind not in ("BIGINT", "TIMESTAMP"):
             raise self.error(where, f"Timestamp column, `{name}`, should be LONG(INT64), TIMESTAMP, or a String with a timestamp_format specified")
-        return read.sql(dialect="spark")
+        return name, read.sql(dialect="spark")
 
     def _topic_name(self, props: dict[str, tuple[Any, st.Position]], position: st.Position) -> str:
         if "KAFKA_TOPIC" not in props:
@@ -533,12 +535,13 @@ class SqlCompiler:
             name=name, kind=s.kind, topic=topic, key_format=key_format, value_format=value_format,
             key_columns=key_columns, value_columns=value_columns, wrapped=wrapped, partitions=partitions,
             position=s.position, statement=s.text, query_id=query_id,
+            timestamp_column=stamp and stamp[0],
         )
         info.facade = self._encode(rel, key, values, wrapped)
         if stamp is not None and s.kind == "STREAM":
-            info.facade = info.facade.with_timestamp(stamp)  # its readers see them too
+            info.facade = info.facade.with_timestamp(stamp[1])  # its readers see them too
         elif stamp is not None:
-            self._sink(info.facade.to_stream().with_timestamp(stamp), info)
+            self._sink(info.facade.to_stream().with_timestamp(stamp[1]), info)
         if stamp is None or s.kind == "STREAM":
             self._sink(info.facade, info)
         if partitions != produced:
