@@ -128,6 +128,20 @@ def test_create_as_select_refuses_a_timestamp_column_of_its_result_it_cannot_rea
     assert (error.value.line, error.value.column) == (2, statement.index(at) + 1)
 
 
+def test_records_inserted_into_a_stream_are_read_with_its_timestamp_column():
+    script = (
+        "CREATE STREAM s (k BIGINT KEY, at BIGINT) WITH (kafka_topic='t', value_format='JSON', timestamp='at');"
+        "CREATE STREAM other (k BIGINT KEY, at BIGINT) WITH (kafka_topic='o', value_format='JSON');"
+        "INSERT INTO s SELECT * FROM other;"
+        "CREATE STREAM out AS SELECT * FROM s;"
+    )
+    topology = compile_sql(script).topology
+    stamped = [n for n in topology.nodes if type(n).__name__ == "WithTimestamp"]
+    assert [n.timestamp for n in stamped] == [SqlExpr("value.`AT`")]
+    # other's records, written to t, meet s's own (read with the extractor) in the merge.
+    assert [type(n).__name__ for n in topology.nodes if stamped[0].name in n.parents] == ["Merge"]
+
+
 def test_a_table_over_a_streams_topic_with_another_timestamp_column_is_not_that_stream():
     script = (
         "CREATE STREAM s (k BIGINT KEY, a BIGINT, b BIGINT) WITH (kafka_topic='t', value_format='JSON', timestamp='a');"

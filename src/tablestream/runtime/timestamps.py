@@ -68,15 +68,14 @@ class TimestampExtraction:
                     raise ExpressionError(f"{node.name}: timestamp extractor: {error}") from None
                 except AnalysisException as error:
                     raise ExpressionError(f"{node.name}: timestamp extractor: {explain(error, node, texts)}") from error
-                label = f"timestamp extractor '{node.timestamp_extractor.text}'"
-                try:
-                    ms, problem = to_millis(result, dtype, reason, label, "extracted timestamp")
-                except ExpressionError as error:
-                    raise ExpressionError(f"{node.name}: {error}") from None
+            label = f"timestamp extractor '{node.timestamp_extractor.text}'"
+            try:
+                ms, problem = to_millis(result, dtype, reason, label, "extracted timestamp")
+            except ExpressionError as error:
+                raise ExpressionError(f"{node.name}: {error}") from None
             # A record that does not decode is logged for that, by its source.
             millis.append((inside, ms, F.when(inside & ~F.coalesce(F.col(names[2]), F.lit(False)), problem)))
-        problems = [problem for _, _, problem in millis]
-        self._error = F.coalesce(*problems) if len(problems) > 1 else problems[0]
+        self._error = F.coalesce(*[problem for _, _, problem in millis])  # one source's topics each
         timestamp = F.col("timestamp")
         for inside, ms, problem in reversed(millis):
             timestamp = F.when(inside, F.coalesce(F.when(problem.isNull(), ms), F.lit(0).cast("bigint"))).otherwise(

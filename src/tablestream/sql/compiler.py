@@ -576,7 +576,10 @@ class SqlCompiler:
         self._query_count += 1
         facade = self._encode(rel, key, values, target.wrapped)
         self._sink(facade, target)
-        # Later readers see the records of every writer.
+        # Later readers see the records of every writer, timestamped as a reader of its
+        # topic would have them.
+        if target.timestamp_extractor is not None:
+            facade = facade.with_timestamp(target.timestamp_extractor)
         target.facade = self._facade(target).merge(facade)
         target.written = True
         self.result.queries.append(QueryInfo(query_id, target.topic, target.name, s.text, sources=_names(rel)))
