@@ -95,7 +95,7 @@ def test_records_without_a_usable_extracted_timestamp_go_to_the_processing_log(s
 
 
 @pytest.mark.spark
-def test_an_extractor_of_another_type_or_an_unknown_column_is_refused_when_the_driver_is_made(spark):
+def test_a_timestamp_of_another_type_or_an_unknown_column_is_refused_when_the_driver_is_made(spark):
     builder = StreamsBuilder()
     builder.stream("events", value_schema="id INT, at STRING", timestamp_extractor="at").to("out")
     with pytest.raises(ExpressionError) as failure:
@@ -111,3 +111,8 @@ def test_an_extractor_of_another_type_or_an_unknown_column_is_refused_when_the_d
         "KTABLE-SOURCE-0000000002: timestamp extractor: expression 'created': unknown column 'created' "
         "(columns: key, value, rowtime, id)"
     )
+    builder = StreamsBuilder()
+    builder.stream("events", value_schema="id INT, at STRING").with_timestamp("at", name="stamp").to("out")
+    with pytest.raises(ExpressionError) as failure:
+        TestDriver(builder.build(), spark=spark)
+    assert str(failure.value) == "stamp: timestamp 'at' is STRING, not BIGINT or TIMESTAMP"
