@@ -11,7 +11,9 @@ import pytest
 
 from tablestream.plan import SqlExpr
 from tablestream.sql.compiler import compile_sql
+from tablestream.sql.dialect import parse_script
 from tablestream.sql.errors import SqlError
+from tablestream.sql.isolated import StatementCompiler
 
 from .test_qtt_ports import Port, check
 
@@ -140,6 +142,24 @@ def test_records_inserted_into_a_stream_are_read_with_its_timestamp_column():
     assert [n.timestamp for n in stamped] == [SqlExpr("value.`AT`")]
     # other's records, written to t, meet s's own (read with the extractor) in the merge.
     assert [type(n).__name__ for n in topology.nodes if stamped[0].name in n.parents] == ["Merge"]
+
+
+def test_a_server_query_reads_a_topic_with_the_timestamp_column_of_its_stream_or_table():
+    # Each query of a server is a plan of its own reading its sources' topics.
+    statements = [
+        "CREATE SOURCE TABLE users (id BIGINT PRIMARY KEY, at BIGINT) WITH (kafka_topic='u', value_format='JSON', "
+        "timestamp='at');",
+        "CREATE STREAM s (k BIGINT KEY, n BIGINT) WITH (kafka_topic='t', value_format='JSON');",
+        "CREATE STREAM late WITH (timestamp='m') AS SELECT k, n * 2 AS m FROM s;",
+        "CREATE STREAM joined AS SELECT late.k, m, at FROM late JOIN users ON late.k = users.id;",
+    ]
+    sources, number = {}, 0
+    for sql in statements:
+        compiler = StatementCompiler(sources, number=number)
+        compiler.compile_statement(parse_script(sql)[0], sql)
+        sources, number = compiler.result.sources, compiler.next_number
+    extractors = {n.topics[0]: n.timestamp_extractor for n in compiler.result.topology.sources}
+    assert extractors == {"LATE": SqlExpr("value.`M`"), "u": SqlExpr("value.`AT`")}
 
 
 def test_a_table_over_a_streams_topic_with_another_timestamp_column_is_not_that_stream():

@@ -535,7 +535,8 @@ class SqlCompiler:
             name=name, kind=s.kind, topic=topic, key_format=key_format, value_format=value_format,
             key_columns=key_columns, value_columns=value_columns, wrapped=wrapped, partitions=partitions,
             position=s.position, statement=s.text, query_id=query_id,
-            timestamp_column=stamp and stamp[0],
+            # Its topic's records, read elsewhere, take their timestamps from the column too.
+            timestamp_column=stamp and stamp[0], timestamp_extractor=stamp and stamp[1],
         )
         info.facade = self._encode(rel, key, values, wrapped)
         if stamp is not None and s.kind == "STREAM":
