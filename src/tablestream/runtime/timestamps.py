@@ -32,6 +32,10 @@ from .expressions import ExpressionError, recording_spark_texts, sql_never_raisi
 ERROR = "_ts_error"
 #: The timestamp a record of a source with an extractor was written with.
 WRITTEN = "_written_ts"
+#: Whether a record of a source with an extractor is invalid for it: its key or value
+#: does not decode (found by the extraction's own decoding, so the check does not decode
+#: it again), or its timestamp cannot be extracted.
+INVALID = "_x_invalid"
 
 
 class TimestampExtraction:
@@ -47,16 +51,16 @@ class TimestampExtraction:
         if not self.sources:
             return
         millis: list[tuple[Column, Column, Column]] = []  # (inside, timestamp, problem)
+        invalid: list[Column] = []
         for i, rule in enumerate(self.sources):
             node, inside = rule.node, rule.topic_filter
-            key = rule.key_format.decode_checked(F.col("key"))
-            value = rule.value_format.decode_checked(F.col("value"))
+            # Only the source's records are decoded: the others' bytes read as null. The
+            # decoding is not inside a condition, so Spark parses each value once for
+            # the value and its check together (a common subexpression).
+            key = rule.key_format.decode_checked(F.when(inside, F.col("key")))
+            value = rule.value_format.decode_checked(F.when(inside, F.col("value")))
             names = (f"_xk{i}", f"_xv{i}", f"_xf{i}")
-            self._decoded.update({
-                names[0]: F.when(inside, key.value),
-                names[1]: F.when(inside, value.value),
-                names[2]: F.when(inside, key.failed | value.failed),
-            })
+            self._decoded.update({names[0]: key.value, names[1]: value.value, names[2]: key.failed | value.failed})
             decoded = records.withColumns({n: self._decoded[n] for n in names})
             with recording_spark_texts() as texts:
                 try:
@@ -74,8 +78,11 @@ class TimestampExtraction:
             except ExpressionError as error:
                 raise ExpressionError(f"{node.name}: {error}") from None
             # A record that does not decode is logged for that, by its source.
-            millis.append((inside, ms, F.when(inside & ~F.coalesce(F.col(names[2]), F.lit(False)), problem)))
+            failed = F.coalesce(F.col(names[2]), F.lit(False))
+            millis.append((inside, ms, F.when(inside & ~failed, problem)))
+            invalid.append(F.when(inside, failed | problem.isNotNull()))
         self._error = F.coalesce(*[problem for _, _, problem in millis])  # one source's topics each
+        self._invalid = F.coalesce(*invalid)
         timestamp = F.col("timestamp")
         for inside, ms, problem in reversed(millis):
             timestamp = F.when(inside, F.coalesce(F.when(problem.isNull(), ms), F.lit(0).cast("bigint"))).otherwise(
@@ -91,7 +98,9 @@ class TimestampExtraction:
         if not self.sources:
             return records
         decoded = records.withColumns(self._decoded)
-        extracted = decoded.withColumns({WRITTEN: F.col("timestamp"), ERROR: self._error, "timestamp": self._timestamp})
+        extracted = decoded.withColumns({
+            WRITTEN: F.col("timestamp"), ERROR: self._error, INVALID: self._invalid, "timestamp": self._timestamp,
+        })
         return extracted.drop(*self._decoded)
 
 

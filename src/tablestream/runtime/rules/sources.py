@@ -14,7 +14,7 @@ from ..expressions import ValueShape
 from ..frames import ORDER, STREAM_COLUMNS, Frame, canonical_key, from_canonical_key, named
 from ..kernels import upsert
 from ..physical import PhysicalPlan
-from ..timestamps import ERROR, WRITTEN
+from ..timestamps import ERROR, INVALID, WRITTEN
 from .base import Rule, StoreUse
 
 
@@ -62,11 +62,13 @@ class SourceRule(Rule):
     def check(self) -> Column:
         """True for a record of the source's topics that cannot be read (key or value does
         not decode; a table record without a key; its timestamp cannot be extracted)."""
-        invalid = (
-            self.key_format.decode_checked(F.col("key")).failed | self.value_format.decode_checked(F.col("value")).failed
-        )
         if self.extracts:
-            invalid = invalid | F.col(ERROR).isNotNull()
+            invalid = F.col(INVALID)  # the extraction decoded the record already
+        else:
+            invalid = (
+                self.key_format.decode_checked(F.col("key")).failed
+                | self.value_format.decode_checked(F.col("value")).failed
+            )
         if not isinstance(self.node, sources.StreamSource):
             invalid = invalid | F.col("key").isNull()
         # Only a record of the source's topics is decoded (``when``, unlike ``&``, keeps
