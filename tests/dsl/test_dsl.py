@@ -28,6 +28,8 @@ from tablestream.plan import (
     FlatMapValues,
     GlobalTableSource,
     InvalidArgumentError,
+    InvalidExpressionError,
+    InvalidTypeError,
     KeyValueExpr,
     LatestByOffset,
     Map,
@@ -48,9 +50,11 @@ from tablestream.plan import (
     TableGroupBy,
     TableMapValues,
     TableSource,
+    TopologyError,
     ToStream,
     ToTable,
     ToTopic,
+    WithTimestamp,
 )
 
 from .fakes import FakeColumn, fake_struct_type
@@ -112,16 +116,52 @@ def test_stream_of_several_topics_with_defaults(builder):
 
 
 @pytest.mark.parametrize("method", ["stream", "table", "global_table"])
-@pytest.mark.parametrize("extractor", ["value.ts", lambda key, value: value["ts"]])
-def test_timestamp_extractor_is_refused(builder, method, extractor):
-    with pytest.raises(InvalidArgumentError) as error:
+def test_a_timestamp_extractor_is_kept_in_the_source_node_and_not_described(builder, method):
+    source = getattr(builder, method)("orders", timestamp_extractor="unix_millis(value.at)")
+    assert source.node.timestamp_extractor == SqlExpr("UNIX_MILLIS(value.at)")
+    plain = StreamsBuilder()
+    getattr(plain, method)("orders")
+    # Kafka Streams' TopologyDescription does not show a source's extractor.
+    assert builder.build().describe() == plain.build().describe()
+    assert builder.build() != plain.build()
+
+
+@pytest.mark.parametrize("method", ["stream", "table", "global_table"])
+@pytest.mark.parametrize(
+    ("extractor", "error_type", "message"),
+    [
+        (lambda key, value: value["ts"], InvalidTypeError,
+         "timestamp_extractor must be a SQL expression (str), got function"),
+        (1, InvalidTypeError, "timestamp_extractor must be a SQL expression (str), got int"),
+        ("at +", InvalidExpressionError,
+         "timestamp extractor: Invalid SQL expression 'at +': Required keyword: 'expression' missing for Add "
+         "(line 1, column 4)"),
+    ],
+)
+def test_a_timestamp_extractor_that_is_no_sql_expression_is_refused(builder, method, extractor, error_type, message):
+    with pytest.raises(error_type) as error:
         getattr(builder, method)("orders", timestamp_extractor=extractor, name="orders-source")
-    assert str(error.value) == (
-        f"StreamsBuilder.{method}(): timestamp extractors are not supported yet; leave "
-        "timestamp_extractor out to use the timestamps the records were written with"
-    )
+    assert str(error.value) == f"StreamsBuilder.{method}(): {message}"
     assert builder.build().nodes == ()
-    assert builder.build().functions == {}
+
+
+def test_with_timestamp_adds_a_processor_with_the_sql(builder):
+    stamped = builder.stream("orders").with_timestamp("value.placed * 1000", name="stamp")
+    assert stamped.node == WithTimestamp(name="stamp", parent=SRC, timestamp=SqlExpr("value.placed * 1000"))
+    assert not stamped.repartition_required
+    with pytest.raises(InvalidTypeError) as error:
+        builder.stream("orders").with_timestamp(lambda key, value: value["placed"])
+    assert str(error.value) == "KStream.with_timestamp(): timestamp must be a SQL expression (str), got function"
+
+
+def test_one_stream_source_read_twice_needs_the_same_timestamp_extractor(builder):
+    first = builder.stream("orders", timestamp_extractor="value.at")
+    assert builder.stream("orders", timestamp_extractor="value.at").node is first.node
+    with pytest.raises(TopologyError) as error:
+        builder.stream("orders")
+    assert str(error.value) == (
+        f"Invalid topology: Topics ['orders'] are already read by {SRC} with other formats, schemas or timestamp extractor."
+    )
 
 
 def test_stream_schema_from_struct_type(builder):

@@ -156,6 +156,16 @@ def test_describe_extended_names_topic_formats_partitions_and_queries(engine):
     ),)
 
 
+def test_describe_extended_names_the_timestamp_column(engine):
+    engine.execute(
+        "CREATE STREAM orders (id BIGINT KEY, placed BIGINT) WITH (kafka_topic='orders', value_format='json', "
+        "partitions=1, timestamp='placed');"
+        "CREATE STREAM late WITH (timestamp='at') AS SELECT id, placed + 1000 AS at FROM orders;"
+    )
+    assert dict(one(engine, "DESCRIBE orders EXTENDED;").fields)["Timestamp field"] == "PLACED"
+    assert dict(one(engine, "DESCRIBE late EXTENDED;").fields)["Timestamp field"] == "AT"
+
+
 def test_describe_unknown_source(engine):
     assert error_of(engine, "DESCRIBE nope;") == (
         "Line: 1, Col: 10: Could not find STREAM/TABLE 'NOPE' in the Metastore. Statement: DESCRIBE nope"

@@ -7,7 +7,13 @@ from typing import Any
 from tablestream.errors import SchemaError
 from tablestream.plan.base import FORMATS, PlanNode
 from tablestream.plan.builder import PlanBuilder
-from tablestream.plan.errors import InvalidArgumentError, InvalidNameError, InvalidTypeError
+from tablestream.plan.errors import (
+    InvalidArgumentError,
+    InvalidExpressionError,
+    InvalidNameError,
+    InvalidTypeError,
+)
+from tablestream.plan.expr import SqlExpr
 from tablestream.plan.naming import validate_name
 from tablestream.schema import parse_schema_or_type
 
@@ -123,3 +129,14 @@ def check_source_format(fmt: str, schema: str | None, method: str, what: str) ->
 def _is_spark_type(obj: object, name: str) -> bool:
     cls = type(obj)
     return cls.__name__ == name and cls.__module__.startswith("pyspark.sql")
+
+
+def timestamp_sql(value: Any, method: str, argument: str) -> SqlExpr:
+    """A record's timestamp as a SQL expression (a timestamp extractor, a new timestamp):
+    SQL only, since it is computed with the batch's projections, without a Python worker."""
+    if not isinstance(value, str):
+        raise InvalidTypeError(f"{method}: {argument} must be a SQL expression (str), got {type(value).__name__}")
+    try:
+        return SqlExpr(value)
+    except InvalidExpressionError as error:
+        raise InvalidExpressionError(f"{method}: {argument.replace('_', ' ')}: {error}") from None

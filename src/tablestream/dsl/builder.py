@@ -11,12 +11,14 @@ from tablestream.dsl._common import (
     check_source_format,
     check_topic,
     schema_text,
+    timestamp_sql,
 )
 from tablestream.dsl.kstream import KStream
 from tablestream.dsl.ktable import GlobalKTable, KTable
 from tablestream.plan import naming
 from tablestream.plan.builder import PlanBuilder
 from tablestream.plan.errors import InvalidArgumentError, InvalidTypeError
+from tablestream.plan.expr import SqlExpr
 from tablestream.plan.sources import GlobalTableSource, StreamSource, TableSource
 from tablestream.plan.topology import Topology
 
@@ -67,20 +69,35 @@ class StreamsBuilder:
         Formats are ksqlDB names (``KAFKA``, ``JSON``, ``AVRO``, ``DELIMITED``, ...);
         schemas are ksqlDB column lists (``"id BIGINT, name STRING"``; for a ``KAFKA`` key
         a single type such as ``"BIGINT"``) or pyspark ``StructType`` s. Without a value
-        schema a JSON value is kept as JSON text. Records keep the timestamps they were
-        written with; ``timestamp_extractor`` is refused (not supported yet). Reading the
-        same topics twice gives the same source, as in Kafka Streams.
+        schema a JSON value is kept as JSON text. Reading the same topics twice gives the
+        same source, as in Kafka Streams.
+
+        Records keep the timestamps they were written with, unless ``timestamp_extractor``
+        (Kafka Streams' ``TimestampExtractor``) gives each record's timestamp from its
+        contents: a SQL expression over ``key``, ``value`` (and its fields) and
+        ``rowtime`` (the written timestamp) that is a ``BIGINT`` of epoch milliseconds or
+        a ``TIMESTAMP``. The extracted timestamp is the record's timestamp everywhere:
+        ``rowtime`` in later expressions, the order in which records of different
+        partitions and topics meet (a stream-table join's "as of" time), output records,
+        joins and aggregates. A record whose extracted timestamp is null or negative, or
+        cannot be computed (a cast of bad text), is not processed and goes to the
+        processing log with the reason (Kafka Streams skips a negative one with a
+        warning).
 
         >>> builder = StreamsBuilder()
         >>> builder.stream(["clicks-eu", "clicks-us"], value_format="json").node
-        StreamSource(name='KSTREAM-SOURCE-0000000000', topics=('clicks-eu', 'clicks-us'), key_format='KAFKA', value_format='JSON', key_schema=None, value_schema=None)
+        StreamSource(name='KSTREAM-SOURCE-0000000000', topics=('clicks-eu', 'clicks-us'), key_format='KAFKA', value_format='JSON', key_schema=None, value_schema=None, timestamp_extractor=None)
+        >>> clicks = builder.stream("clicks", value_schema="page STRING, at TIMESTAMP",
+        ...                         timestamp_extractor="at")
+        >>> clicks.node.timestamp_extractor
+        SqlExpr(sql='at')
         """
         method = "StreamsBuilder.stream()"
         topic_list = self._topics(topics, method)
         key, value, key_text, value_text = self._formats(
             method, key_format, value_format, key_schema, value_schema
         )
-        self._refuse_extractor(timestamp_extractor, method)
+        extractor = self._extractor(timestamp_extractor, method)
         node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_SOURCE)
         node = StreamSource(
             name=node_name,
@@ -89,6 +106,7 @@ class StreamsBuilder:
             value_format=value,
             key_schema=key_text,
             value_schema=value_text,
+            timestamp_extractor=extractor,
         )
         return KStream(self._plan, self._plan.add_stream_source(node).name)
 
@@ -208,7 +226,7 @@ class StreamsBuilder:
         key, value, key_text, value_text = self._formats(
             method, key_format, value_format, key_schema, value_schema
         )
-        self._refuse_extractor(timestamp_extractor, method)
+        extractor = self._extractor(timestamp_extractor, method)
         given = check_name(name, method)
         store = check_name(materialized_as, method, "store name")
         if store is None:
@@ -229,6 +247,7 @@ class StreamsBuilder:
             value_format=value,
             key_schema=key_text,
             value_schema=value_text,
+            timestamp_extractor=extractor,
         )
         return self._plan.add(node).name
 
@@ -263,9 +282,5 @@ class StreamsBuilder:
         return key, value, key_text, value_text
 
     @staticmethod
-    def _refuse_extractor(extractor: Any, method: str) -> None:
-        if extractor is not None:
-            raise InvalidArgumentError(
-                f"{method}: timestamp extractors are not supported yet; leave "
-                "timestamp_extractor out to use the timestamps the records were written with"
-            )
+    def _extractor(extractor: Any, method: str) -> SqlExpr | None:
+        return None if extractor is None else timestamp_sql(extractor, method, "timestamp_extractor")

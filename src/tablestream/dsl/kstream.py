@@ -13,6 +13,7 @@ from tablestream.dsl._common import (
     check_partitions,
     check_topic,
     schema_text,
+    timestamp_sql,
 )
 from tablestream.plan import naming
 from tablestream.plan.errors import InvalidArgumentError, InvalidTypeError
@@ -30,6 +31,7 @@ from tablestream.plan.stateless import (
     SelectKey,
     Split,
     ToTable,
+    WithTimestamp,
 )
 
 if TYPE_CHECKING:
@@ -167,6 +169,26 @@ class KStream(PlanFacade):
                 name=node_name, parent=self._name, mapper=self._bind(prepared, node_name, "mapper")
             )
         )
+
+    def with_timestamp(self, timestamp: str, *, name: str | None = None) -> KStream:
+        """A stream of the same records, each with the timestamp ``timestamp`` gives: a SQL
+        expression over the record (``key``, ``value`` and its fields, ``rowtime``) that is
+        a ``BIGINT`` of epoch milliseconds or a ``TIMESTAMP``. As a Kafka Streams
+        processor forwarding ``record.withTimestamp(...)`` (ksqlDB's ``CREATE STREAM ...
+        WITH (TIMESTAMP='col') AS SELECT``): the records written and the operators after
+        it see the new timestamp; the order in which records are processed stays the
+        source's. A record whose new timestamp is null, negative or cannot be computed
+        goes to the processing log; a tombstone keeps its timestamp.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> s = StreamsBuilder().stream("orders", value_schema="id BIGINT, placed BIGINT")
+        >>> s.with_timestamp("placed").node
+        WithTimestamp(name='KSTREAM-PROCESSOR-0000000001', parent='KSTREAM-SOURCE-0000000000', timestamp=SqlExpr(sql='placed'))
+        """
+        method = "KStream.with_timestamp()"
+        expr = timestamp_sql(timestamp, method, "timestamp")
+        node_name = self._plan.names.or_generate(check_name(name, method), naming.KSTREAM_PROCESSOR)
+        return self._derive(WithTimestamp(name=node_name, parent=self._name, timestamp=expr))
 
     def map(self, mapper: Any, *, name: str | None = None) -> KStream:
         """A stream with a new key and value per record; the result is marked for

@@ -62,6 +62,7 @@ from tablestream.plan.stateless import (
     TableMapValues,
     ToStream,
     ToTable,
+    WithTimestamp,
 )
 from tablestream.plan.topology import Store, StoreKind, Topology
 
@@ -123,4 +124,5 @@ __all__ = [
     "TopologyDescription",
     "TopologyError",
     "UnaryNode",
+    "WithTimestamp",
 ]

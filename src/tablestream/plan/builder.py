@@ -91,11 +91,11 @@ class PlanBuilder:
         if existing is not None:
             same = self._nodes[existing]
             if isinstance(same, StreamSource) and set(same.topics) == set(node.topics):
-                settings = ("key_format", "value_format", "key_schema", "value_schema")
+                settings = ("key_format", "value_format", "key_schema", "value_schema", "timestamp_extractor")
                 if any(getattr(same, s) != getattr(node, s) for s in settings):
                     raise TopologyError(
                         f"Topics {list(node.topics)} are already read by {existing} "
-                        "with other formats or schemas."
+                        "with other formats, schemas or timestamp extractor."
                     )
                 return same
         self.add(node)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from tablestream.plan.base import PlanNode, check_format, check_store
 from tablestream.plan.errors import InvalidArgumentError
+from tablestream.plan.expr import SqlExpr
 
 __all__ = ["GlobalTableSource", "StreamSource", "TableSource"]
 
@@ -29,7 +30,10 @@ class StreamSource(PlanNode):
 
     Formats are ksqlDB names (``KAFKA``, ``JSON``, ``AVRO``, ``DELIMITED``, ...); schemas are
     ksqlDB column lists (``"id BIGINT, name STRING"``; a single type for a ``KAFKA`` key)
-    or ``None``. Records keep the timestamps they were written with.
+    or ``None``. ``timestamp_extractor``: the SQL expression over the record (``key``,
+    ``value``, its fields, ``rowtime``) giving each record's timestamp (epoch
+    milliseconds or a ``TIMESTAMP``), as Kafka Streams' ``TimestampExtractor`` does;
+    without it records keep the timestamps they were written with.
     """
 
     topics: tuple[str, ...]
@@ -37,9 +41,11 @@ class StreamSource(PlanNode):
     value_format: str = "JSON"
     key_schema: str | None = None
     value_schema: str | None = None
+    timestamp_extractor: SqlExpr | None = None
 
     def __post_init__(self) -> None:
         _check_topics(self)
+        _check_extractor(self)
         if not self.topics:
             raise InvalidArgumentError(f"{self.name}: a stream source needs at least one topic")
         _check_formats(self)
@@ -55,7 +61,7 @@ class TableSource(PlanNode):
     ``store`` is the table's store name (``<topic>-STATE-STORE-<n>`` unless
     ``materialized_as`` named it, then ``queryable``); the topology lists it when Kafka
     would materialize it: when named, or when an operator downstream needs the table's
-    old values (``group_by``).
+    old values (``group_by``). ``timestamp_extractor`` as for :class:`StreamSource`.
     """
 
     source_name: str
@@ -66,9 +72,11 @@ class TableSource(PlanNode):
     value_format: str = "JSON"
     key_schema: str | None = None
     value_schema: str | None = None
+    timestamp_extractor: SqlExpr | None = None
 
     def __post_init__(self) -> None:
         _check_table_topics(self)
+        _check_extractor(self)
         check_store(self, required=True)
         _check_formats(self)
 
@@ -87,11 +95,21 @@ class GlobalTableSource(PlanNode):
     value_format: str = "JSON"
     key_schema: str | None = None
     value_schema: str | None = None
+    timestamp_extractor: SqlExpr | None = None
 
     def __post_init__(self) -> None:
         _check_table_topics(self)
+        _check_extractor(self)
         check_store(self, required=True)
         _check_formats(self)
+
+
+def _check_extractor(node: StreamSource | TableSource | GlobalTableSource) -> None:
+    extractor = node.timestamp_extractor
+    if extractor is not None and not isinstance(extractor, SqlExpr):
+        raise InvalidArgumentError(
+            f"{node.name}: timestamp_extractor must be a SqlExpr, got {type(extractor).__name__}"
+        )
 
 
 def _check_table_topics(node: TableSource | GlobalTableSource) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tablestream.plan.base import PlanNode, UnaryNode, check_store
 from tablestream.plan.errors import InvalidArgumentError
-from tablestream.plan.expr import Expr, ExprRef, KeyValueExpr
+from tablestream.plan.expr import Expr, ExprRef, KeyValueExpr, SqlExpr
 
 __all__ = [
     "Branch",
@@ -29,6 +29,7 @@ __all__ = [
     "TableMapValues",
     "ToStream",
     "ToTable",
+    "WithTimestamp",
 ]
 
 
@@ -46,6 +47,15 @@ class MapValues(UnaryNode):
     """A new value per record; the key is unchanged. ``KSTREAM-MAPVALUES-``."""
 
     mapper: Expr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WithTimestamp(UnaryNode):
+    """Each record forwarded with the timestamp ``timestamp`` gives (SQL over the record:
+    epoch milliseconds or a ``TIMESTAMP``), as a Kafka Streams processor forwarding
+    ``record.withTimestamp(...)`` does; key and value unchanged. ``KSTREAM-PROCESSOR-``."""
+
+    timestamp: SqlExpr
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -57,12 +57,13 @@ def empty_records(spark) -> DataFrame:
     return spark.range(0).select(*columns, F.lit(None).cast("bigint").alias("o_ts"))
 
 
-def analyze(rules, physical, spark, output_memo: dict, applying) -> None:
-    """Apply ``rules`` (``(node, rule)`` in plan order) to an empty batch, each inside
+def analyze(rules, physical, records: DataFrame, output_memo: dict, applying) -> None:
+    """Apply ``rules`` (``(node, rule)`` in plan order) to ``records``, an empty batch
+    (:func:`empty_records` as the batches' records are prepared), each inside
     ``applying(rule, inputs)`` (the context a batch applies it in); raise an
     :class:`ExpressionError` for the first expression Spark cannot analyze."""
     batch = BatchContext(
-        -1, BatchPositions(empty_records(spark), 0, {}, {}), physical, BatchOutput(memo=output_memo),
+        -1, BatchPositions(records, 0, {}, {}), physical, BatchOutput(memo=output_memo),
         compute_first=False, analysis=True,
     )
     frames: dict[str, Frame] = {}

@@ -117,6 +117,30 @@ def sql_column(
     are reported with that key and value, except where ``quiet`` holds (their failure is
     reported elsewhere). ``key_undeclared``: the keys are undeclared KAFKA keys (see
     :func:`udf_key`)."""
+    bind = _binder(expr, shape, key, value, ts)
+    form = careful_sql(expr)
+    if form is None:
+        return result(bind(sqlglot.parse_one(expr.sql, dialect=SPARK)))
+    return careful_column(
+        result(bind(form.value)), bind(form.reason), udf_key(key, key_undeclared), F.col(value), quiet=quiet
+    )
+
+
+def sql_never_raising(
+    expr: SqlExpr, shape: ValueShape, *, key: str = "key", value: str = "value", ts: str = "ts",
+) -> tuple[Column, Column | None]:
+    """A SQL expression over a frame's columns (as :func:`sql_column`) in a form that
+    never raises, in every run: its value (null where the strict form would raise) and
+    the reason the strict form raises on a row (None when it cannot raise)."""
+    bind = _binder(expr, shape, key, value, ts)
+    form = careful_form(expr.sql)
+    if form is None:
+        return bind(sqlglot.parse_one(expr.sql, dialect=SPARK)), None
+    return bind(form.value), bind(form.reason)
+
+
+def _binder(expr: SqlExpr, shape: ValueShape, key: str, value: str, ts: str) -> Callable[[exp.Expression], Column]:
+    """Turns (a form of) ``expr``'s tree into a Column over the named frame columns."""
     fields = {f.lower(): f for f in shape.fields}
 
     # The record's own columns; its partition and offset are the ordering key's.
@@ -153,12 +177,7 @@ def sql_column(
                 column.set("table", exp.to_identifier(value))
         return _spark_expr(rewritten.sql(dialect=SPARK), expr)
 
-    form = careful_sql(expr)
-    if form is None:
-        return result(bind(sqlglot.parse_one(expr.sql, dialect=SPARK)))
-    return careful_column(
-        result(bind(form.value)), bind(form.reason), udf_key(key, key_undeclared), F.col(value), quiet=quiet
-    )
+    return bind
 
 
 def udf_key(name: str, undeclared: bool) -> Column:

@@ -29,7 +29,7 @@ from pyspark.sql import Column, DataFrame
 
 from ..errors import SchemaError
 from ..plan.topology import Topology
-from .analysis import analyze
+from .analysis import analyze, empty_records
 from .batch import BatchContext, BatchOutput
 from .failures import FailureLog, ProcessingSettings, carefully, operating
 from .frames import Frame
@@ -40,6 +40,7 @@ from .positions import BatchPositions, read_positions
 from .rules import rule_for
 from .rules.sources import SourceRule
 from .state import StoreLayout
+from .timestamps import TimestampExtraction
 
 # Records in a batch from which rows read by several consumers are computed by a job of
 # their own first (see BatchContext.persist), and after which the next batch's tasks
@@ -91,7 +92,10 @@ class BatchRunner:
         self.careful_runs = 0
         # The last batch's positions: its record count, where it ends in each partition.
         self.last_positions: BatchPositions | None = None
-        analyze(self.rules, self.physical, spark, self._output_memo, self._operating)
+        # The sources' timestamp extractors, checked on an empty batch (as the rules are).
+        empty = empty_records(spark)
+        self.extraction = TimestampExtraction([r for _, r in self.rules if isinstance(r, SourceRule)], empty)
+        analyze(self.rules, self.physical, self.extraction.apply(empty), self._output_memo, self._operating)
 
     def use_layout(self, layout: StoreLayout) -> None:
         """Run the next batches on the stores under ``layout`` (the application's new
@@ -155,6 +159,7 @@ class BatchRunner:
         # is the first): catch-up batches repay that Python stage, small ones not.
         last = self.last_positions
         summarize = last is None or last.count >= _COMPUTE_FIRST
+        records = self.extraction.apply(records)
         positions = read_positions(records, self.source_checks(), summarize=summarize)
         self.last_positions = positions
         if careful and self._careful_rules is None:

@@ -605,7 +605,7 @@ class SqlEngine:
         fields = (
             ("Name", info.name),
             ("Type", kind),
-            ("Timestamp field", "Not set - using <ROWTIME>"),
+            ("Timestamp field", info.timestamp_column or "Not set - using <ROWTIME>"),
             ("Key format", self._key_format(info)),
             ("Value format", info.value_format),
             ("Kafka topic", f"{info.topic} (partitions: {partitions}, replication: 1)"),

@@ -129,6 +129,8 @@ class SourceInfo:
     inherited_key_format: str | None = None  # what a query of it inherits (a FORMAT of a keyless stream)
     written: bool = False  # INSERT INTO queries write it (its readers read them directly)
     reread: int | None = None  # its topic's count, when its query's result has another (read through a repartition to it)
+    timestamp_column: str | None = None  # WITH (TIMESTAMP=...): the column its records' timestamps come from
+    timestamp_extractor: str | None = None  # that column (parsed) as the DSL's SQL over its records
 
     @property
     def key_schema(self) -> str | None:

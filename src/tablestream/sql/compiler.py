@@ -29,7 +29,8 @@ from tablestream.plan.expr import SPARK
 from tablestream.plan.topology import Topology
 from tablestream.schema import BIGINT, DOUBLE, INT, STRING, ArrayType, Column, DecimalType, SqlType
 from tablestream.sql import statements as st
-from tablestream.sql.catalog import Base, Layout, QueryInfo, SourceInfo, own
+from tablestream.sql.catalog import Base, Layout, QueryInfo, SourceInfo, own, record_layout
+from tablestream.sql.datetime_patterns import PatternError, parse_pattern
 from tablestream.sql.dialect import node_position, parse_script
 from tablestream.sql.errors import SqlError
 from tablestream.sql.expressions import (
@@ -50,10 +51,10 @@ __all__ = ["CompiledSql", "InsertRecord", "SqlCompiler", "compile_sql"]
 # WITH properties: those read here, and ksqlDB's others (refused with a clear error).
 _SUPPORTED = {
     "KAFKA_TOPIC", "KEY_FORMAT", "VALUE_FORMAT", "FORMAT", "PARTITIONS", "REPLICAS",
-    "VALUE_DELIMITER", "WRAP_SINGLE_VALUE",
+    "VALUE_DELIMITER", "WRAP_SINGLE_VALUE", "TIMESTAMP", "TIMESTAMP_FORMAT",
 }
 _KNOWN = _SUPPORTED | {
-    "TIMESTAMP", "TIMESTAMP_FORMAT", "KEY_DELIMITER", "RETENTION_MS", "CLEANUP_POLICY",
+    "KEY_DELIMITER", "RETENTION_MS", "CLEANUP_POLICY",
     "KEY_SCHEMA_ID", "VALUE_SCHEMA_ID", "KEY_SCHEMA_FULL_NAME", "VALUE_SCHEMA_FULL_NAME",
     "VALUE_AVRO_SCHEMA_FULL_NAME", "KEY_PROTOBUF_NULLABLE_REPRESENTATION",
     "VALUE_PROTOBUF_NULLABLE_REPRESENTATION", "WINDOW_TYPE", "WINDOW_SIZE", "SOURCE_CONNECTOR",
@@ -287,6 +288,10 @@ class SqlCompiler:
         wrapped = self._wrapped(props, value_format, value_columns, s.position)
         self._check_key_format(key_format, key_columns, s.position)
         partitions = self._partitions(props, topic, s.position, required=True)
+        columns = {c.name: c for c in (*key_columns, *value_columns)}
+        extractor = self._timestamp_extractor(
+            props, columns, record_layout(name, tuple(key_columns), tuple(value_columns), wrapped)
+        ) or (None, None)
         info = SourceInfo(
             name=name,
             kind=s.kind,
@@ -301,6 +306,8 @@ class SqlCompiler:
             statement=s.text,
             read_only=s.source,
             inherited_key_format=key_format if key_columns else declared_key,
+            timestamp_column=extractor[0],
+            timestamp_extractor=extractor[1],
         )
         self.result.sources[name] = info
         self.result.topics[topic] = partitions
@@ -324,6 +331,48 @@ class SqlCompiler:
                 raise self.error(p.position, "A VALUE_DELIMITER other than ',' is not supported yet")
             out[p.name] = (p.value, p.position)
         return out
+
+    def _timestamp_extractor(
+        self, props: dict[str, tuple[Any, st.Position]], columns: dict[str, Column], layout: Layout
+    ) -> tuple[str, str] | None:
+        """``WITH (TIMESTAMP='col' [, TIMESTAMP_FORMAT='pattern'])``: the column's name and
+        the DSL's timestamp SQL over the record reading it (a BIGINT of epoch
+        milliseconds, a TIMESTAMP, or a STRING parsed with the pattern); ksqlDB's checks
+        and texts."""
+        given = props.get("TIMESTAMP")
+        pattern = props.get("TIMESTAMP_FORMAT")
+        if given is None:
+            if pattern is not None:
+                # ksqlDB ignores a format without a column; a setting that does nothing is refused.
+                raise self.error(pattern[1], "'TIMESTAMP_FORMAT' set in the WITH clause needs 'TIMESTAMP', the column it parses")
+            return None
+        text, where = given
+        if not isinstance(text, str) or not text.strip():
+            raise self.error(where, "TIMESTAMP must be a column name in quotes")
+        name = text[1:-1] if len(text) > 1 and text[0] == text[-1] == "`" else text.upper()
+        if pattern is not None:
+            if not isinstance(pattern[0], str):
+                raise self.error(pattern[1], "TIMESTAMP_FORMAT must be a datetime pattern in quotes")
+            try:
+                spark = parse_pattern(pattern[0]).text
+            except PatternError as error:
+                raise self.error(pattern[1], f"Invalid datetime format for config:TIMESTAMP_FORMAT, reason:{error}") from None
+        column = columns.get(name)
+        if column is None:
+            raise self.error(where, f"The TIMESTAMP column set in the WITH clause does not exist in the schema: '{name}'")
+        field = next(f for f in layout.fields if f.name == name and f.role != "pseudo")
+        read = layout.read(field, Base("value"), True)
+        assert read is not None
+        kind = str(column.type)
+        if kind == "STRING":
+            if pattern is None:
+                raise self.error(where, "A String timestamp field has been specified without also specifying the timestamp_format")
+            read = exp.Anonymous(this="to_timestamp", expressions=[read, exp.Literal.string(spark)])
+        elif pattern is not None:
+            raise self.error(pattern[1], "'TIMESTAMP_FORMAT' set in the WITH clause can only be used when the timestamp column is of type STRING.")
+        elif kind not in ("BIGINT", "TIMESTAMP"):
+            raise self.error(where, f"Timestamp column, `{name}`, should be LONG(INT64), TIMESTAMP, or a String with a timestamp_format specified")
+        return name, read.sql(dialect=SPARK)
 
     def _topic_name(self, props: dict[str, tuple[Any, st.Position]], position: st.Position) -> str:
         if "KAFKA_TOPIC" not in props:
@@ -418,6 +467,7 @@ class SqlCompiler:
                 "value_format": info.value_format,
                 "key_schema": key_schema,
                 "value_schema": value_schema,
+                "timestamp_extractor": info.timestamp_extractor,
             }
             if info.kind == "STREAM":
                 info.facade = self.builder.stream(info.topic, **common)
@@ -429,8 +479,9 @@ class SqlCompiler:
                     (
                         other for other in self.result.sources.values()
                         if other.kind == "STREAM" and other.query_id is None and other.topic == info.topic
-                        and (other.key_format, other.value_format, other.key_schema, other.value_schema)
-                        == (info.key_format, info.value_format, key_schema, value_schema)
+                        and (other.key_format, other.value_format, other.key_schema, other.value_schema,
+                             other.timestamp_extractor)
+                        == (info.key_format, info.value_format, key_schema, value_schema, info.timestamp_extractor)
                     ),
                     None,
                 )
@@ -475,13 +526,26 @@ class SqlCompiler:
         wrapped = self._wrapped(props, value_format, value_columns, s.position)
         produced = rel.partition_count() or 1
         partitions = self._partitions(props, topic, s.position, required=False) if "PARTITIONS" in props else produced
+        # WITH (TIMESTAMP=...): the records written carry a column of the result as their
+        # timestamp (ksqlDB's sink applies it), read from the output record.
+        stamp = self._timestamp_extractor(
+            props, {c.name: c for c in (*key_columns, *value_columns)},
+            record_layout(name, key_columns, value_columns, wrapped),
+        )
         info = SourceInfo(
             name=name, kind=s.kind, topic=topic, key_format=key_format, value_format=value_format,
             key_columns=key_columns, value_columns=value_columns, wrapped=wrapped, partitions=partitions,
             position=s.position, statement=s.text, query_id=query_id,
+            # Its topic's records, read elsewhere, take their timestamps from the column too.
+            timestamp_column=stamp and stamp[0], timestamp_extractor=stamp and stamp[1],
         )
         info.facade = self._encode(rel, key, values, wrapped)
-        self._sink(info.facade, info)
+        if stamp is not None and s.kind == "STREAM":
+            info.facade = info.facade.with_timestamp(stamp[1])  # its readers see them too
+        elif stamp is not None:
+            self._sink(info.facade.to_stream().with_timestamp(stamp[1]), info)
+        if stamp is None or s.kind == "STREAM":
+            self._sink(info.facade, info)
         if partitions != produced:
             info.reread = partitions
         self.result.sources[name] = info
@@ -514,7 +578,10 @@ class SqlCompiler:
         self._query_count += 1
         facade = self._encode(rel, key, values, target.wrapped)
         self._sink(facade, target)
-        # Later readers see the records of every writer.
+        # Later readers see the records of every writer, timestamped as a reader of its
+        # topic would have them.
+        if target.timestamp_extractor is not None:
+            facade = facade.with_timestamp(target.timestamp_extractor)
         target.facade = self._facade(target).merge(facade)
         target.written = True
         self.result.queries.append(QueryInfo(query_id, target.topic, target.name, s.text, sources=_names(rel)))

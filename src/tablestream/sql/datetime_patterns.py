@@ -34,6 +34,7 @@ __all__ = [
     "Pattern",
     "PatternError",
     "check_zone",
+    "parse_pattern",
     "read_pattern",
 ]
 
@@ -145,6 +146,32 @@ def read_pattern(text: str) -> Pattern:
         else:
             i += 1
     return Pattern(text, tuple(letters), optional, tuple(starts))
+
+
+def parse_pattern(text: str) -> Pattern:
+    """A pattern Spark's ``to_timestamp`` parses as ksqlDB's parser does: a readable
+    pattern (:func:`read_pattern`) without the fields Spark only formats (day of week,
+    aligned week of month, quarter) or full names (``GGGG``, ``MMMM``, ``LLLL``), which
+    ksqlDB's parser (in ``Locale.ROOT``) does not read.
+
+    >>> parse_pattern("yyyy-MM-dd HH:mm").text
+    'yyyy-MM-dd HH:mm'
+    >>> parse_pattern("EEE yyyy")
+    Traceback (most recent call last):
+    ...
+    tablestream.sql.datetime_patterns.PatternError: the pattern letter 'E' (day of week) is not read by Spark's parser
+    """
+    pattern = read_pattern(text)
+    letter = pattern.first("EFqQ")
+    if letter is not None:
+        raise PatternError(f"the pattern letter '{letter}' ({letter_name(letter)}) is not read by Spark's parser")
+    for letter, count, _ in pattern.letters:
+        if letter in "GML" and count == 4:
+            raise PatternError(
+                f"the pattern letter '{letter}' ({letter_name(letter)}) 4 times reads a full name, which ksqlDB's "
+                "parser (in Locale.ROOT) does not read"
+            )
+    return pattern
 
 
 _OFFSET = re.compile(r"^[+-](\d{1,2}|\d{2}:\d{2}|\d{4}|\d{2}:\d{2}:\d{2}|\d{6})$")

@@ -36,6 +36,7 @@ from tablestream.sql.datetime_patterns import (
     PatternError,
     check_zone,
     letter_name,
+    parse_pattern,
     read_pattern,
 )
 from tablestream.sql.types import common_type, decimal_of, ksql_text
@@ -578,13 +579,10 @@ def _offset_text(offset: exp.Expr, letter: str, count: int) -> exp.Expr:
 def _parse_instant(text: exp.Expr, pattern: Pattern, zone: str) -> exp.Expr:
     """The instant ``text`` stands for: at the zone the text gives, else at ``zone``
     (missing fields are 1970-01-01 00:00:00, as in ksqlDB)."""
-    _refuse(pattern, "EFqQ", "is not read by Spark's parser")
-    for letter, count, _ in pattern.letters:
-        if letter in "GML" and count == 4:
-            raise ArgumentError(
-                f"the pattern letter '{letter}' ({letter_name(letter)}) 4 times reads a full name, which ksqlDB's "
-                f"parser (in Locale.ROOT) does not read (in the pattern '{pattern.text}')"
-            )
+    try:
+        parse_pattern(pattern.text)
+    except PatternError as error:
+        raise ArgumentError(f"{error} (in the pattern '{pattern.text}')") from None
     parsed = _call("to_timestamp", text, _pattern_literal(pattern.text))
     zoned = any(letter in ZONE_LETTERS for letter, _, _ in pattern.letters)
     if zoned and zone not in ZERO_OFFSET_ZONES and any(optional and letter in ZONE_LETTERS for letter, _, optional in pattern.letters):

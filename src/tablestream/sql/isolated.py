@@ -69,5 +69,6 @@ class StatementCompiler(SqlCompiler):
                 value_format=info.value_format,
                 key_schema=info.key_schema,
                 value_schema=info.value_schema,
+                timestamp_extractor=info.timestamp_extractor,
             )
         return super()._facade(info)

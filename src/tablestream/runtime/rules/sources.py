@@ -14,6 +14,7 @@ from ..expressions import ValueShape
 from ..frames import ORDER, STREAM_COLUMNS, Frame, canonical_key, from_canonical_key, named
 from ..kernels import upsert
 from ..physical import PhysicalPlan
+from ..timestamps import ERROR, INVALID, WRITTEN
 from .base import Rule, StoreUse
 
 
@@ -37,6 +38,10 @@ class SourceRule(Rule):
         super().__init__(node, physical)
         self.key_format, self.value_format = source_formats(node)
         self.key_undeclared = isinstance(self.key_format, UndeclaredKafkaKey)
+        self.shape = value_shape(self.value_format)
+        # With a timestamp extractor, ``timestamp`` is the extracted one (see
+        # :mod:`tablestream.runtime.timestamps`).
+        self.extracts = node.timestamp_extractor is not None
         self.topic_filter = F.col("topic").isin(list(node.topics))
         src = F.array_position(F.array(*[F.lit(t) for t in physical.topics]), F.col("topic")).cast("int") - 1
         self.decoded = named([
@@ -56,10 +61,14 @@ class SourceRule(Rule):
 
     def check(self) -> Column:
         """True for a record of the source's topics that cannot be read (key or value does
-        not decode; a table record without a key)."""
-        invalid = (
-            self.key_format.decode_checked(F.col("key")).failed | self.value_format.decode_checked(F.col("value")).failed
-        )
+        not decode; a table record without a key; its timestamp cannot be extracted)."""
+        if self.extracts:
+            invalid = F.col(INVALID)  # the extraction decoded the record already
+        else:
+            invalid = (
+                self.key_format.decode_checked(F.col("key")).failed
+                | self.value_format.decode_checked(F.col("value")).failed
+            )
         if not isinstance(self.node, sources.StreamSource):
             invalid = invalid | F.col("key").isNull()
         # Only a record of the source's topics is decoded (``when``, unlike ``&``, keeps
@@ -79,11 +88,12 @@ class SourceRule(Rule):
         if self._error_inputs is None:
             self._error_inputs = named([
                 "topic", "partition", "offset",
-                F.col("timestamp").alias("ts"),
+                F.col(WRITTEN if self.extracts else "timestamp").alias("ts"),
                 F.col("key").alias("raw_key"),
                 F.col("value").alias("raw_value"),
                 self.key_format.decode_checked(F.col("key")).failed.alias("key_failed"),
                 self.value_format.decode_checked(F.col("value")).failed.alias("value_failed"),
+                (F.col(ERROR) if self.extracts else F.lit(None).cast("string")).alias("ts_error"),
             ])
         return self._error_inputs
 
@@ -99,6 +109,7 @@ class SourceRule(Rule):
                 F.when(F.col("key_failed"), F.concat(F.lit("key: "), key_reason)),
                 F.when(F.col("value_failed"), F.concat(F.lit("value: "), value_reason)),
                 F.when(~failed & F.col("raw_key").isNull(), F.lit("key: a table record needs a key (null key dropped)")),
+                F.when(~failed, F.concat(F.lit("timestamp: "), F.col("ts_error"))),
             )
             self._error_columns = named([
                 "topic", "partition", "offset",
@@ -136,7 +147,6 @@ class TableSourceRule(SourceRule):
     def __init__(self, node, physical: PhysicalPlan):
         super().__init__(node, physical)
         self.key_type = self.key_format.spark_type()
-        self.shape = value_shape(self.value_format)
         self.kept_by_consumer = physical.kept_by_consumer(node)
         self.versions = named(["key", F.col("value").alias("new"), "ts", *ORDER])
         self.stage_in = named([

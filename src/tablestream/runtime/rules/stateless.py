@@ -15,15 +15,19 @@ from ..expressions import (
     JSON_TEXT,
     POSITION_COLUMNS,
     ValueShape,
+    careful_column,
     guarded_failed,
     guarded_result,
     predicate_column,
     sql_column,
+    sql_never_raising,
     to_python,
+    udf_key,
     unguarded,
 )
 from ..failures import ERROR, current_reporter, failure_reason
 from ..frames import ORDER, Frame, json_text, key_text
+from ..timestamps import to_millis
 from .base import Rule
 from .values import PAIR_TYPE, callable_of, is_guarded_expr, is_key, value_expr
 
@@ -98,6 +102,29 @@ class MapValuesRule(Rule):
             self.guarded = ["value"] if is_guarded_expr(self.node.mapper) else []
         df = unguarded(frame.df.withColumn("value", self.value), self.guarded)
         return frame.with_df(df, value=self.shape)
+
+
+class WithTimestampRule(Rule):
+    """Each record's ``ts`` becomes the node's timestamp; a record without one (null,
+    negative, or its SQL raises) goes to the processing log, with the reason, and leaves
+    the stream; a tombstone keeps its own. The ordering key is unchanged: records are
+    processed in their sources' order."""
+
+    nodes = (stateless.WithTimestamp,)
+
+    def apply(self, batch: BatchContext, frame: Frame) -> Frame:
+        if not hasattr(self, "stamp"):
+            expr = self.node.timestamp
+            result, reason = sql_never_raising(expr, frame.value)
+            dtype = frame.df.select(result.alias("_t")).schema["_t"].dataType
+            ms, problem = to_millis(result, dtype, reason, f"timestamp '{expr.text}'", "timestamp")
+            present = F.col("value").isNotNull()
+            self.stamp = careful_column(
+                F.when(present, ms).otherwise(F.col("ts")), F.when(present, problem),
+                udf_key("key", frame.key_undeclared), F.col("value"),
+            )
+            self.columns = [F.col("_t").alias("ts") if c == "ts" else F.col(c) for c in frame.df.columns]
+        return frame.with_df(unguarded(frame.df.withColumn("_t", self.stamp), ["_t"]).select(*self.columns))
 
 
 class SelectKeyRule(Rule):
