@@ -26,7 +26,7 @@ from ....plan import aggregate as agg
 from ....plan.expr import Expr
 from ...batch import BatchContext
 from ...expressions import ValueShape
-from ...frames import ORDER, Frame, named, result_order
+from ...frames import ORDER, Frame, changed, named, result_order
 from ...kernels import numeric
 from ..values import is_guarded_expr
 from .group_by import AggregateRule
@@ -79,7 +79,8 @@ class NumericRule(AggregateRule):
             self._prepare(rows, frame)
         stage = self.run_stage(batch, rows, self.stage_in, self.kernel, self.schema)
         changes = batch.persist(stage, self.node.name)
-        return self.result(batch, changes.select(*self.columns), frame)
+        # A state can change while its results do not (a null joins a sum): emit on change.
+        return self.result(batch, changes.select(*self.columns).where(changed()), frame)
 
     def _prepare(self, rows, frame: Frame) -> None:
         self.key_type = rows.schema["gk"].dataType
