@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablestream.dsl import StreamsBuilder
+from tablestream.dsl import StreamsBuilder, aggregates
 from tablestream.runtime.app import Application
 from tablestream.storage.embedded import EmbeddedStore
 from tablestream.storage.topic import TopicConfig
@@ -297,9 +297,8 @@ def fk_topology():
     products = builder.table("products", value_schema=joins.PRODUCT_SCHEMA)
     orders.join(products, "struct(left.qty AS qty, right.name AS name, right.price AS price)",
                 foreign_key="product", materialized_as="enriched")
-    per_product = orders.group_by(("product", "value"))
-    per_product.count(materialized_as="product-orders")
-    per_product.sum("qty", materialized_as="product-qty")
+    orders.group_by(("product", "value")).agg(
+        orders=aggregates.count(), qty=aggregates.sum("qty"), materialized_as="per-product")
     return builder.build()
 
 
@@ -317,11 +316,8 @@ def fk_expected(orders: Log, products: Log) -> dict[str, pa.Table]:
 
 
 def fk_ours(app: Application) -> dict[str, pa.Table]:
-    counts = our_table(app, "product-orders", "value AS orders")
-    sums = our_table(app, "product-qty", "value AS qty")
-    per_product = counts.join(sums, "key", join_type="full outer")
     return {"enriched": our_table(app, "enriched", "value.qty AS qty", "value.name AS name", "value.price AS price"),
-            "per_product": per_product}
+            "per_product": our_table(app, "per-product", "value.orders AS orders", "value.qty AS qty")}
 
 
 def fk_spark(bench: Bench, store: EmbeddedStore) -> dict[str, object]:

@@ -13,6 +13,7 @@ from tablestream.dsl import (
     KTable,
     StreamsBuilder,
 )
+from tablestream.dsl import aggregates as agg
 from tablestream.plan import (
     Aggregate,
     Avg,
@@ -37,6 +38,8 @@ from tablestream.plan import (
     Max,
     Merge,
     Min,
+    NumericAggregate,
+    NumericAggregates,
     Peek,
     Reduce,
     Repartition,
@@ -56,6 +59,7 @@ from tablestream.plan import (
     ToTopic,
     WithTimestamp,
 )
+from tablestream.plan.errors import InvalidTypeError
 
 from .fakes import FakeColumn, fake_struct_type
 
@@ -647,6 +651,69 @@ def test_table_count(builder, users):
             False,
         ),
     )
+
+
+def test_table_agg_is_one_node_and_one_store(builder, users):
+    table = users.group_by(("region", "value")).agg(
+        {"name": agg.count()}, total=agg.sum("amount"), mean=agg.avg("amount"), known=agg.count("amount"),
+        materialized_as="per-region",
+    )
+    topology = builder.build()
+    assert table.node == NumericAggregates(
+        name="KTABLE-AGGREGATE-0000000006",
+        parent="KSTREAM-SOURCE-0000000005",
+        input_kind="table",
+        store="per-region",
+        queryable=True,
+        aggregations=(
+            NumericAggregate("name", "count"),
+            NumericAggregate("total", "sum", SqlExpr("amount")),
+            NumericAggregate("mean", "avg", SqlExpr("amount")),
+            NumericAggregate("known", "count", SqlExpr("amount")),
+        ),
+    )
+    assert table.node.columns == (SqlExpr("amount"),)  # one non-null count and total in the store
+    assert topology.stores[-1] == Store("per-region", "aggregate", "KTABLE-AGGREGATE-0000000006", True)
+    assert str(topology.describe()).endswith("""\
+  Sub-topology: 1
+    Source: KSTREAM-SOURCE-0000000005 (topics: [per-region-repartition])
+      --> KTABLE-AGGREGATE-0000000006
+    Processor: KTABLE-AGGREGATE-0000000006 (stores: [per-region])
+      --> none
+      <-- KSTREAM-SOURCE-0000000005
+
+""")
+
+
+def test_stream_agg_binds_spark_columns(builder, orders):
+    column = FakeColumn("amount")
+    node = orders.group_by_key().agg(total=agg.sum(column), n=agg.count()).node
+    assert node.aggregations == (
+        NumericAggregate("total", "sum", ref("KSTREAM-AGGREGATE-0000000002.total", None, "Column<'amount'>", "column")),
+        NumericAggregate("n", "count"),
+    )
+    assert builder.build().functions == {"KSTREAM-AGGREGATE-0000000002.total": column}
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda g: g.agg(), InvalidArgumentError, "KGroupedStream.agg(): no aggregation given (e.g. agg(views=aggregates.count()))"),
+        (lambda g: g.agg(n=5), InvalidTypeError,
+         "KGroupedStream.agg(): 'n' must be an aggregation of tablestream.dsl.aggregates (count(), sum(column), avg(column)); got int"),
+        (lambda g: g.agg({"n": agg.count()}, n=agg.count()), InvalidArgumentError, "KGroupedStream.agg(): the result 'n' is given twice"),
+        (lambda g: g.agg(n=agg.count(), N=agg.sum("x")), InvalidArgumentError,
+         "KSTREAM-AGGREGATE-0000000002: two results named 'n' and 'N'"),
+        (lambda g: g.agg(s=agg.sum(None)), InvalidTypeError, "KGroupedStream.agg(): s: sum() needs a column"),
+        (lambda g: g.agg(s=agg.avg("x >")), Exception, "KGroupedStream.agg(): s: column: Invalid SQL expression 'x >'"),
+        (lambda g: g.agg(["n"]), InvalidTypeError,
+         "KGroupedStream.agg(): aggregations must be a mapping of result names to aggregations, got list"),
+    ],
+)
+def test_agg_arguments_are_checked(orders, call, error, message):
+    with pytest.raises(error) as raised:
+        call(orders.group_by_key())
+    assert str(raised.value).startswith(message)
 
 
 def test_table_reduce(users):

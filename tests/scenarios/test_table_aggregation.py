@@ -638,3 +638,73 @@ def test_docs_region_counts(spark):
 def test_docs_region_counts_batched(spark):
     """dsl-api.html example with count() as one batch: alice in A, bob in E."""
     run_batched(spark, _region_counts(), REGION_COUNTS, {"A": 1, "E": 1}, store="region-counts")
+
+
+# ------------------------------------------------ several numeric aggregates, one store
+def _stats(value: tuple | None) -> dict | None:
+    """A ``agg(users=count(), aged=count("age"), total=sum("age"), mean=avg("age"))``
+    value from (users, aged, total, mean)."""
+    return None if value is None else dict(zip(("users", "aged", "total", "mean"), value, strict=True))
+
+
+# users -> (region, age); one change per record.
+REGION_STATS: list[Step] = [
+    ("alice", {"region": "E", "age": 30}, 1, [R("E", _stats((1, 1, 30, 30.0)), 1)]),
+    ("bob", {"region": "E", "age": None}, 2, [R("E", _stats((2, 1, 30, 30.0)), 2)]),
+    # A group of nulls: count 1, counted ages 0, sum 0, avg null.
+    ("carol", {"region": "A", "age": None}, 3, [R("A", _stats((1, 0, 0, None)), 3)]),
+    # alice moves: subtracted from E, added to A.
+    ("alice", {"region": "A", "age": 40}, 5, [R("A", _stats((2, 1, 40, 40.0)), 5), R("E", _stats((1, 0, 0, None)), 5)]),
+    # bob deleted: E has no member left and is deleted, at the group's latest timestamp.
+    ("bob", None, 4, [R("E", None, 5)]),
+    # An older timestamp: the result changes, the group's timestamp stays its maximum.
+    ("alice", {"region": "A", "age": 50}, 4, [R("A", _stats((2, 1, 50, 50.0)), 5)]),
+    ("dave", {"region": "E", "age": 20}, 6, [R("E", _stats((1, 1, 20, 20.0)), 6)]),
+]
+REGION_STATS_FINAL = {"A": _stats((2, 1, 50, 50.0)), "E": _stats((1, 1, 20, 20.0))}
+
+
+def _region_stats() -> StreamsBuilder:
+    from tablestream.dsl import aggregates as agg
+
+    b = StreamsBuilder()
+    b.table(IN, value_schema="region STRING, age BIGINT").group_by(("region", "value")).agg(
+        users=agg.count(), aged=agg.count("age"), total=agg.sum("age"), mean=agg.avg("age"),
+        materialized_as="region-stats",
+    ).to_stream().to(OUT)
+    return b
+
+
+def test_several_aggregates_in_one_store(spark):
+    """``agg`` computes count, count of a column, sum and avg of one grouping in one
+    store: each result is what its own aggregate gives (a group of nulls sums to 0 and
+    averages to null), an update retracts the old row from its old group, a group with
+    no rows left is deleted, and the timestamp is the largest that reached the group."""
+    final = run_per_record(spark, _region_stats(), REGION_STATS, store="region-stats")
+    assert final == REGION_STATS_FINAL
+
+
+def test_several_aggregates_in_one_store_batched(spark):
+    """The same as one batch: alice (50) and carol (null) in A, dave (20) in E."""
+    run_batched(spark, _region_stats(), REGION_STATS, REGION_STATS_FINAL, store="region-stats")
+
+
+def test_several_aggregates_of_a_grouped_stream(spark):
+    """``agg`` on a grouped stream: every record adds; a double column sums to a double;
+    a record with a null value is skipped (logged); one with a null field is a member
+    without a value, which changes no result here (nothing is emitted), and a group of
+    such members sums to 0 and averages to null."""
+    from tablestream.dsl import aggregates as agg
+
+    b = StreamsBuilder()
+    b.stream(IN, value_schema="amount DOUBLE").group_by_key().agg(
+        total=agg.sum("amount"), mean=agg.avg("amount")
+    ).to_stream().to(OUT)
+    steps = [
+        ("a", {"amount": 1.5}, 10, [R("a", {"total": 1.5, "mean": 1.5}, 10)]),
+        ("a", {"amount": None}, 8, []),
+        ("b", None, 11, []),
+        ("c", {"amount": None}, 13, [R("c", {"total": 0.0, "mean": None}, 13)]),
+        ("a", {"amount": 2.5}, 12, [R("a", {"total": 4.0, "mean": 2.0}, 12)]),
+    ]
+    run_per_record(spark, b, steps)

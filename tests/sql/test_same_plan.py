@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tablestream.dsl import StreamsBuilder
+from tablestream.dsl import aggregates as agg
 from tablestream.sql.compiler import compile_sql
 
 DATA = Path(__file__).parent / "data"
@@ -28,10 +29,10 @@ def test_aggregation():
     builder = StreamsBuilder()
     views = builder.stream("pageviews", key_schema="BIGINT", value_schema="REGION STRING, MS BIGINT")
     grouped = views.group_by("region", name="PER_REGION-GroupBy")
-    counts, totals = grouped.count(), grouped.sum("ms")
-    counts.left_join(totals, "struct(left AS A0, right AS A1)").map_values(
+    grouped.agg(A0=agg.count(), A1=agg.sum("ms")).map_values(
         "struct(value.A0 AS VIEWS, value.A1 AS TOTAL_MS)"
     ).to("PER_REGION", key_schema="STRING", value_schema="VIEWS BIGINT, TOTAL_MS BIGINT")
+    # One aggregate processor and one store, as ksqlDB's topology for this query.
     assert same(sql, builder) == """\
 Topologies:
    Sub-topology: 0
@@ -46,6 +47,42 @@ Topologies:
     Sink: PER_REGION-GroupBy-repartition-sink (topic: PER_REGION-GroupBy-repartition)
       <-- PER_REGION-GroupBy-repartition-filter
 
+  Sub-topology: 1
+    Source: PER_REGION-GroupBy-repartition-source (topics: [PER_REGION-GroupBy-repartition])
+      --> KSTREAM-AGGREGATE-0000000003
+    Processor: KSTREAM-AGGREGATE-0000000003 (stores: [KSTREAM-AGGREGATE-STATE-STORE-0000000002])
+      --> KTABLE-MAPVALUES-0000000007
+      <-- PER_REGION-GroupBy-repartition-source
+    Processor: KTABLE-MAPVALUES-0000000007 (stores: [])
+      --> KTABLE-TOSTREAM-0000000008
+      <-- KSTREAM-AGGREGATE-0000000003
+    Processor: KTABLE-TOSTREAM-0000000008 (stores: [])
+      --> KSTREAM-SINK-0000000009
+      <-- KTABLE-MAPVALUES-0000000007
+    Sink: KSTREAM-SINK-0000000009 (topic: PER_REGION)
+      <-- KTABLE-TOSTREAM-0000000008
+
+"""
+
+
+def test_aggregation_of_numeric_and_other_aggregates():
+    """COUNT, SUM and AVG in one aggregation, MAX in its own, joined on the group key."""
+    sql = """
+        CREATE STREAM pageviews (user_id BIGINT KEY, region STRING, ms BIGINT)
+          WITH (kafka_topic='pageviews', value_format='json');
+        CREATE TABLE per_region AS
+          SELECT region, COUNT(*) AS views, MAX(ms) AS longest, AVG(ms) AS mean FROM pageviews GROUP BY region;
+    """
+    builder = StreamsBuilder()
+    views = builder.stream("pageviews", key_schema="BIGINT", value_schema="REGION STRING, MS BIGINT")
+    grouped = views.group_by("region", name="PER_REGION-GroupBy")
+    grouped.agg(A0=agg.count(), A2=agg.avg("ms")).left_join(
+        grouped.max("ms"), "struct(left.A0 AS A0, left.A2 AS A2, right AS A1)"
+    ).map_values("struct(value.A0 AS VIEWS, value.A1 AS LONGEST, value.A2 AS MEAN)").to(
+        "PER_REGION", key_schema="STRING", value_schema="VIEWS BIGINT, LONGEST BIGINT, MEAN DOUBLE"
+    )
+    text = same(sql, builder)
+    assert text[text.index("  Sub-topology: 1"):] == """\
   Sub-topology: 1
     Source: PER_REGION-GroupBy-repartition-source (topics: [PER_REGION-GroupBy-repartition])
       --> KSTREAM-AGGREGATE-0000000003, KSTREAM-AGGREGATE-0000000008

@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tablestream.dsl import functions as fn
 from tablestream.dsl import ktable
 from tablestream.dsl._common import check_name
+from tablestream.dsl.aggregates import Aggregation
 from tablestream.plan import aggregate as agg
 from tablestream.plan import naming
-from tablestream.plan.aggregate import Aggregate, AggregateNode, Avg, Count, Max, Min, Reduce, Sum
+from tablestream.plan.aggregate import (
+    Aggregate,
+    AggregateNode,
+    Avg,
+    Count,
+    Max,
+    Min,
+    NumericAggregate,
+    NumericAggregates,
+    Reduce,
+    Sum,
+)
 from tablestream.plan.base import InputKind
+from tablestream.plan.errors import InvalidArgumentError, InvalidTypeError
 from tablestream.plan.stateless import Repartition
 
 if TYPE_CHECKING:
@@ -53,13 +66,77 @@ class _Grouped:
         >>> StreamsBuilder().stream("clicks").group_by_key().count(materialized_as="clicks-per-user").node
         Count(name='KSTREAM-AGGREGATE-0000000001', parent='KSTREAM-SOURCE-0000000000', input_kind='stream', store='clicks-per-user', queryable=True)
         """
-        kind = self._KIND
-        return self._build(
-            f"{self._TYPE}.count()",
-            name,
-            materialized_as,
-            self._AGGREGATE,
-            lambda n, p, s, q: Count(name=n, parent=p, input_kind=kind, store=s, queryable=q),
+        return self._builtin_node(f"{self._TYPE}.count()", name, materialized_as, Count, lambda n: {})
+
+    def agg(
+        self,
+        aggregations: Mapping[str, Aggregation] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        materialized_as: str | None = None,
+        **named: Aggregation,
+    ) -> ktable.KTable:
+        """Several of count, sum and avg per group at once (pyspark's ``agg``), in one
+        store and one stage, as ksqlDB computes ``COUNT(*), SUM(x) ... GROUP BY``: the
+        value is a struct of the results, named by the keywords (or the keys of
+        ``aggregations``, for a result called ``name`` or ``materialized_as``), in order.
+        Each result is exactly what its own :meth:`count`, :meth:`sum` or :meth:`avg`
+        gives (types, nulls); a group with no rows left is deleted; its timestamp is the
+        largest that reached it.
+
+        >>> from tablestream.dsl import StreamsBuilder
+        >>> from tablestream.dsl import aggregates as agg
+        >>> builder = StreamsBuilder()
+        >>> views = builder.stream("pageviews", value_schema="region STRING, ms BIGINT")
+        >>> per_region = views.group_by("region").agg(
+        ...     views=agg.count(), total_ms=agg.sum("ms"), mean_ms=agg.avg("ms"))
+        >>> [str(a) for a in per_region.node.aggregations]
+        ['views=count()', 'total_ms=sum(ms)', 'mean_ms=avg(ms)']
+        >>> print(builder.build().describe())  # doctest: +ELLIPSIS
+        Topologies:
+        ...
+            Processor: KSTREAM-AGGREGATE-0000000003 (stores: [KSTREAM-AGGREGATE-STATE-STORE-0000000002])
+              --> none
+              <-- KSTREAM-SOURCE-0000000006
+        <BLANKLINE>
+        <BLANKLINE>
+        """
+        method = f"{self._TYPE}.agg()"
+        given: dict[str, Aggregation] = {}
+        if aggregations is not None:
+            if not isinstance(aggregations, Mapping):
+                raise InvalidTypeError(
+                    f"{method}: aggregations must be a mapping of result names to aggregations, "
+                    f"got {type(aggregations).__name__}"
+                )
+            given.update(aggregations)
+        for result, aggregation in named.items():
+            if result in given:
+                raise InvalidArgumentError(f"{method}: the result {result!r} is given twice")
+            given[result] = aggregation
+        if not given:
+            raise InvalidArgumentError(
+                f"{method}: no aggregation given (e.g. agg(views=aggregates.count()))"
+            )
+        prepared = []
+        for result, aggregation in given.items():
+            if not isinstance(aggregation, Aggregation):
+                raise InvalidTypeError(
+                    f"{method}: {result!r} must be an aggregation of tablestream.dsl.aggregates "
+                    f"(count(), sum(column), avg(column)); got {type(aggregation).__name__}"
+                )
+            column = aggregation.column
+            if column is None and aggregation.function != "count":
+                raise InvalidTypeError(f"{method}: {result}: {aggregation.function}() needs a column")
+            where = f"{method}: {result}"
+            prepared.append((result, aggregation.function, None if column is None else fn.prepare(column, fn.COLUMN, where)))
+        return self._builtin_node(
+            method, name, materialized_as, NumericAggregates,
+            lambda n: {"aggregations": tuple(
+                NumericAggregate(result, function, None if column is None else column.bind(self._plan, f"{n}.{result}"))
+                for result, function, column in prepared
+            )},
         )
 
     def sum(
@@ -156,6 +233,20 @@ class _Grouped:
     ) -> ktable.KTable:
         method = f"{self._TYPE}.{method_name or node_class.__name__.lower()}()"
         prepared = fn.prepare(column, fn.COLUMN, method)
+        return self._builtin_node(
+            method, name, materialized_as, node_class,
+            lambda n: {"column": prepared.bind(self._plan, f"{n}.column"), **options},
+        )
+
+    def _builtin_node(
+        self,
+        method: str,
+        name: str | None,
+        materialized_as: str | None,
+        node_class: type[AggregateNode],
+        fields: Callable[[str], dict[str, Any]],
+    ) -> ktable.KTable:
+        """A built-in aggregation's node; ``fields(node name)``: its own fields."""
         kind = self._KIND
         return self._build(
             method,
@@ -163,13 +254,7 @@ class _Grouped:
             materialized_as,
             self._AGGREGATE,
             lambda n, p, s, q: node_class(
-                name=n,
-                parent=p,
-                input_kind=kind,
-                store=s,
-                queryable=q,
-                column=prepared.bind(self._plan, f"{n}.column"),
-                **options,
+                name=n, parent=p, input_kind=kind, store=s, queryable=q, **fields(n)
             ),
         )
 

@@ -8,13 +8,15 @@ Table ``group_by`` is a :class:`TableGroupBy`, always followed by a repartition.
 One node per aggregate function, for both inputs (``input_kind``): a stream record only
 adds to its group; a table change subtracts the old row from its old group and adds the
 new row to its new group (KIP-241), so the table rule is the stream rule with
-retraction. ksqlDB's ``LATEST_BY_OFFSET`` and ``EARLIEST_BY_OFFSET`` take streams only
+retraction. :class:`NumericAggregates` computes several of count, sum and avg of one
+grouping in one node and one store, as ksqlDB's aggregate step does. ksqlDB's ``LATEST_BY_OFFSET`` and ``EARLIEST_BY_OFFSET`` take streams only
 (a table's rows have no offsets to order them by).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from tablestream.plan.base import InputKind, UnaryNode, check_input_kind, check_store
 from tablestream.plan.errors import InvalidArgumentError
@@ -34,6 +36,8 @@ __all__ = [
     "LatestByOffset",
     "Max",
     "Min",
+    "NumericAggregate",
+    "NumericAggregates",
     "Reduce",
     "Sum",
     "TableGroupBy",
@@ -110,6 +114,60 @@ class Avg(AggregateNode):
     """ksqlDB's ``AVG(column)`` per group."""
 
     column: Expr
+
+
+NumericFunction = Literal["count", "sum", "avg"]
+
+
+@dataclass(frozen=True, slots=True)
+class NumericAggregate:
+    """One result of :class:`NumericAggregates`: ``name`` (its field in the result's
+    struct), ``function`` and ``column``. ``count`` without a column counts rows, with
+    one the rows whose column is not null; ``sum`` and ``avg`` skip nulls (``SUM`` of
+    only nulls is 0, ``AVG`` null), as :class:`Count`, :class:`Sum` and :class:`Avg`."""
+
+    name: str
+    function: NumericFunction
+    column: Expr | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.function}({self.column if self.column is not None else ''})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NumericAggregates(AggregateNode):
+    """Several of count, sum and avg per group in one store: the value is a struct of
+    the named results (``aggregations``, in order). The store keeps, per group, its
+    member count and, per distinct column, the non-null count and the total, so each
+    result is exactly what its own :class:`Count`, :class:`Sum` or :class:`Avg` gives;
+    a group with no members left is deleted."""
+
+    aggregations: tuple[NumericAggregate, ...]
+
+    def __post_init__(self) -> None:
+        AggregateNode.__post_init__(self)
+        if not self.aggregations:
+            raise InvalidArgumentError(f"{self.name}: at least one aggregation is needed")
+        seen: dict[str, str] = {}
+        for a in self.aggregations:
+            if not isinstance(a, NumericAggregate):
+                raise InvalidArgumentError(f"{self.name}: {a!r} is not a NumericAggregate")
+            if not isinstance(a.name, str) or not a.name:
+                raise InvalidArgumentError(f"{self.name}: a result's name must be a non-empty str, got {a.name!r}")
+            # Spark resolves struct fields without regard to case.
+            if a.name.lower() in seen:
+                raise InvalidArgumentError(f"{self.name}: two results named {seen[a.name.lower()]!r} and {a.name!r}")
+            seen[a.name.lower()] = a.name
+            if a.function not in ("count", "sum", "avg"):
+                raise InvalidArgumentError(f"{self.name}: {a.name}: unknown function {a.function!r} (count, sum or avg)")
+            if a.function != "count" and a.column is None:
+                raise InvalidArgumentError(f"{self.name}: {a.name}: {a.function} needs a column")
+
+    @property
+    def columns(self) -> tuple[Expr, ...]:
+        """The distinct columns the results read, in order of first use (one non-null
+        count and one total each in the store)."""
+        return tuple(dict.fromkeys(a.column for a in self.aggregations if a.column is not None))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,8 +5,9 @@ Every ``CREATE STREAM|TABLE`` over a topic becomes ``builder.stream()`` /
 ``WHERE`` a ``filter``, a projection a ``map_values``, ``PARTITION BY`` a ``map`` to
 the new key, a join ``join``/``left_join``/``outer_join`` (with ``foreign_key`` for a
 foreign-key join, after a ``select_key`` when a stream joins on another column than its
-key), ``GROUP BY`` a ``group_by`` and one aggregation per aggregate function (several
-joined on the group key), ``HAVING`` a table ``filter``, and the result written with
+key), ``GROUP BY`` a ``group_by`` and its aggregates (COUNT, SUM and AVG of a query
+in one ``agg``, as ksqlDB computes them in one aggregate step; each other aggregate in
+an aggregation of its own, joined on the group key), ``HAVING`` a table ``filter``, and the result written with
 ``to()``. A query that reads the output of another reads that query's DSL stream or
 table directly.
 
@@ -23,7 +24,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from tablestream.dsl import StreamsBuilder
+from tablestream.dsl import StreamsBuilder, aggregates
 from tablestream.errors import TablestreamError
 from tablestream.plan.expr import SPARK
 from tablestream.plan.topology import Topology
@@ -1419,11 +1420,8 @@ class SqlCompiler:
             raise self.error(call, f"Function '{name}' takes one argument, got {len(args)}")
         arg = args[0]
         if name == "COUNT":
-            typed = translator.typed(arg)
-            # COUNT(x) counts the rows whose x is not null: the sum of 0 and 1, which
-            # keeps every group with rows (a group of nulls counts 0).
-            counted = exp.Case(ifs=[exp.If(this=exp.Is(this=typed.spark, expression=exp.Null()), true=exp.Literal.number(0))], default=exp.Literal.number(1))
-            return "sum", counted, BIGINT, {}
+            # COUNT(x): the rows whose x is not null (a group of nulls counts 0).
+            return "count", translator.typed(arg).spark, BIGINT, {}
         if isinstance(arg, exp.Star):
             raise self.error(call, f"'*' is not an argument of {name}")
         typed = translator.typed(arg)
@@ -1496,9 +1494,11 @@ class SqlCompiler:
         return None if limit < 0 else limit
 
     def _aggregations(self, rel: Rel, groups, names: list[str], specs, target: str) -> Any:
-        """One DSL aggregation per aggregate function, grouped by the GROUP BY key;
-        several are joined on it into a struct (``A<i>``: aggregate i). Several
-        aggregations share one grouping (named ``<target>-GroupBy``: one repartition)."""
+        """The DSL aggregations of the aggregate functions, grouped by the GROUP BY key:
+        with several, a struct (``A<i>``: aggregate i) of one ``agg`` of the COUNTs, SUMs
+        and AVGs (one store) left-joined on the key with one aggregation per other
+        aggregate. Several aggregations share one grouping (named ``<target>-GroupBy``:
+        one repartition)."""
         # An argument that reads the key must be computed before the grouping changes it.
         keys_in_args = any(
             isinstance(node, exp.Column) and node.name == "key"
@@ -1516,9 +1516,12 @@ class SqlCompiler:
             value_sql = _sql(exp.Anonymous(this="struct", expressions=fields or [exp.Alias(this=exp.Literal.number(1), alias=exp.to_identifier("V", quoted=True))]))
         # A member-counting aggregate (COUNT, SUM, the collections, COUNT_DISTINCT) has a
         # row for every group with rows; it comes first and the others (null for a group
-        # of nulls, so no row) join it.
+        # of nulls, so no row) join it. COUNT, SUM and AVG of a struct of several results
+        # are one aggregation (one store, as ksqlDB's aggregate step), which has a row for
+        # every group with rows.
         members = [i for i, spec in enumerate(specs) if _has_members(spec)]
         shared = len(specs) + (0 if members else 1) > 1
+        numeric = [i for i, spec in enumerate(specs) if spec[0] in _NUMERIC_KINDS] if shared else []
         name = f"{target}-GroupBy" if shared else None
         if rel.kind == "TABLE":
             grouped = rel.facade.group_by((_sql(key_sql), value_sql), name=name)
@@ -1528,27 +1531,51 @@ class SqlCompiler:
             grouped = rel.facade.group_by_key(name=name)
         else:
             grouped = rel.facade.group_by(_sql(key_sql), name=name)
-        order = members + [i for i in range(len(specs)) if i not in members]
-        tables: list[tuple[Any, int | None]] = [] if members else [(grouped.count(), None)]
-        for i in order:
-            kind, arg, _, options = specs[i]
+
+        def argument(i: int) -> exp.Expr | None:
+            arg = specs[i][1]
             if arg is None:
-                tables.append((grouped.count(), i))
+                return None
+            return Base("value").field(f"V{i}") if carried else arg
+
+        # The first table, the struct fields its value has (None: its value is aggregate
+        # ``bare``'s own).
+        fields_of: list[int]
+        bare: int | None = None
+        if numeric:
+            result = grouped.agg({
+                f"A{i}": getattr(aggregates, specs[i][0])(*[_sql(a) for a in (argument(i),) if a is not None])
+                for i in numeric
+            })
+            fields_of = list(numeric)
+        elif members:
+            result, bare, fields_of = None, None, []
+        else:
+            result, fields_of = grouped.count(), []
+        for i in members + [i for i in range(len(specs)) if i not in members]:
+            if i in numeric:
                 continue
-            argument = _sql(Base("value").field(f"V{i}")) if carried else _sql(arg)
-            tables.append((getattr(grouped, kind)(argument, **options), i))
-        if len(tables) == 1:
-            return tables[0][0]
-        result, first = tables[0]
-        slots = [first]
-        for table, index in tables[1:]:
-            if len(slots) == 1:
-                fields = [] if slots[0] is None else [exp.Alias(this=exp.column("left"), alias=exp.to_identifier(f"A{slots[0]}", quoted=True))]
+            kind, _, _, options = specs[i]
+            arg = argument(i)
+            if arg is None:
+                table = grouped.count()
+            elif kind == "count":
+                # A single COUNT(x) sums 1 for each row whose x is not null, keeping every
+                # group with rows (a group of nulls counts 0).
+                table = grouped.sum(_sql(exp.Case(ifs=[exp.If(this=exp.Is(this=arg, expression=exp.Null()), true=exp.Literal.number(0))], default=exp.Literal.number(1))))
             else:
-                fields = [exp.Alias(this=exp.Column(this=exp.to_identifier(f"A{s}", quoted=True), table=exp.to_identifier("left")), alias=exp.to_identifier(f"A{s}", quoted=True)) for s in slots if s is not None]
-            fields.append(exp.Alias(this=exp.column("right"), alias=exp.to_identifier(f"A{index}", quoted=True)))
+                table = getattr(grouped, kind)(_sql(arg), **options)
+            if result is None:
+                result, bare = table, i
+                continue
+            if bare is not None:
+                fields = [exp.Alias(this=exp.column("left"), alias=exp.to_identifier(f"A{bare}", quoted=True))]
+                fields_of, bare = [bare], None
+            else:
+                fields = [exp.Alias(this=exp.Column(this=exp.to_identifier(f"A{s}", quoted=True), table=exp.to_identifier("left")), alias=exp.to_identifier(f"A{s}", quoted=True)) for s in fields_of]
+            fields.append(exp.Alias(this=exp.column("right"), alias=exp.to_identifier(f"A{i}", quoted=True)))
             result = result.left_join(table, _sql(exp.Anonymous(this="struct", expressions=fields)))
-            slots.append(index)
+            fields_of.append(i)
         return result
 
 
@@ -1556,6 +1583,8 @@ class SqlCompiler:
 _ORDERED = ("INT", "BIGINT", "DOUBLE", "STRING", "BOOLEAN", "DATE", "TIMESTAMP")
 # Aggregates that have a row for every group with rows (a group of nulls included).
 _MEMBER_KINDS = ("count", "sum", "collect_list", "collect_set", "count_distinct")
+# Aggregates of one grouping computed together (DSL ``agg``).
+_NUMERIC_KINDS = ("count", "sum", "avg")
 
 
 def _has_members(spec: tuple[str, exp.Expr | None, SqlType, dict[str, Any]]) -> bool:

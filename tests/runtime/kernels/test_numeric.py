@@ -1,7 +1,10 @@
-"""count, sum and avg per group by signed deltas: old and new member count, non-null
-count and total of each group whose aggregate changed."""
+"""count, sum and avg per group by signed deltas: old and new member count, and per
+column non-null count and total, of each group whose state changed; several columns in
+one state."""
 
 from __future__ import annotations
+
+import struct
 
 import pyarrow as pa
 import pytest
@@ -13,13 +16,30 @@ from .rows import cb, rows_table
 A, B, C = cb("a"), cb("b"), cb("c")
 
 
-def _run(stores, batch_id: int, rows: list[tuple], *, floating: bool = False) -> list[dict]:
-    """``rows``: (group, sign, value, ts)."""
-    fields = [("gkb", pa.binary()), ("sign", pa.int32()), ("v", pa.float64() if floating else pa.int64())]
-    table = rows_table(fields, [{"gkb": g, "sign": s, "v": v, "ts": ts} for g, s, v, ts in rows], order=False)
+def _run_columns(stores, batch_id: int, rows: list[tuple], floating: tuple[bool, ...]) -> list[dict]:
+    """``rows``: (group, sign, (value of each column), ts)."""
+    fields = [("gkb", pa.binary()), ("sign", pa.int32())]
+    fields += [(f"v{i}", pa.float64() if fl else pa.int64()) for i, fl in enumerate(floating)]
+    table = rows_table(
+        fields,
+        [{"gkb": g, "sign": s, **{f"v{i}": v for i, v in enumerate(vs)}, "ts": ts} for g, s, vs, ts in rows],
+        order=False,
+    )
     out = stores.run(aggregate_deltas, table, ("agg",), batch_id, floating=floating)
     assert out.schema.equals(schema(floating))
     return sorted(out.to_pylist(), key=lambda r: r["gkb"])
+
+
+def _run(stores, batch_id: int, rows: list[tuple], *, floating: bool = False) -> list[dict]:
+    """One column; ``rows``: (group, sign, value, ts)."""
+    out = _run_columns(stores, batch_id, [(g, s, (v,), ts) for g, s, v, ts in rows], (floating,))
+    return [
+        {"gkb": r["gkb"], "ts": r["ts"], **{
+            f"{side}_{name}": r[f"{side}_{name}" + ("" if name == "members" else "0")]
+            for side in ("old", "new") for name in ("members", "nonnull", "total")
+        }}
+        for r in out
+    ]
 
 
 def _delta(gkb: bytes, old: tuple | None, new: tuple | None, ts: int) -> dict:
@@ -28,6 +48,19 @@ def _delta(gkb: bytes, old: tuple | None, new: tuple | None, ts: int) -> dict:
     for side, agg in (("old", old), ("new", new)):
         for name, value in zip(("members", "nonnull", "total"), agg or (None, None, None), strict=True):
             row[f"{side}_{name}"] = value
+    return row
+
+
+def _deltas(gkb: bytes, old: tuple | None, new: tuple | None, ts: int) -> dict:
+    """One output row of several columns; ``old`` / ``new``: (members, (non-null count,
+    total) of each column) or None."""
+    row = {"gkb": gkb, "ts": ts}
+    columns = len((old or new)[1])
+    for side, agg in (("old", old), ("new", new)):
+        row[f"{side}_members"] = agg[0] if agg else None
+        for i in range(columns):
+            nonnull, total = agg[1][i] if agg else (None, None)
+            row[f"{side}_nonnull{i}"], row[f"{side}_total{i}"] = nonnull, total
     return row
 
 
@@ -94,3 +127,46 @@ def test_retracting_more_members_than_a_group_has_fails(stores):
     _run(stores, 0, [(A, 1, 5, 1)])
     with pytest.raises(ValueError, match="retracted more members than it had"):
         _run(stores, 1, [(A, -1, 5, 2), (A, -1, 5, 3)])
+
+
+def test_several_columns_in_one_state(stores):
+    """An integer and a floating column in one state: each keeps its own non-null count
+    and total (an integer total stays an integer, a floating one a double), the members
+    are counted once; a retraction takes each value out of its own column."""
+    floating = (False, True)
+    assert _run_columns(stores, 0, [(A, 1, (5, 0.5), 10), (A, 1, (None, 1.25), 12), (B, 1, (2, None), 7)], floating) == [
+        _deltas(A, None, (2, [(1, 5), (2, 1.75)]), 12),
+        _deltas(B, None, (1, [(1, 2), (0, 0.0)]), 7),
+    ]
+    out = _run_columns(stores, 1, [(A, -1, (5, 0.5), 20), (B, -1, (2, None), 3), (C, 1, (None, None), 4)], floating)
+    assert out == [
+        _deltas(A, (2, [(1, 5), (2, 1.75)]), (1, [(0, 0), (1, 1.25)]), 20),
+        _deltas(B, (1, [(1, 2), (0, 0.0)]), None, 7),
+        _deltas(C, None, (1, [(0, 0), (0, 0.0)]), 4),
+    ]
+    assert isinstance(out[0]["new_total0"], int) and isinstance(out[0]["new_total1"], float)
+
+
+def test_no_column_counts_members(stores):
+    """Without columns the state is the member count and the timestamp."""
+    assert _run_columns(stores, 0, [(A, 1, (), 3), (A, 1, (), 1), (B, 1, (), 2)], ()) == [
+        {"gkb": A, "old_members": None, "new_members": 2, "ts": 3},
+        {"gkb": B, "old_members": None, "new_members": 1, "ts": 2},
+    ]
+    assert _run_columns(stores, 1, [(A, -1, (), 4), (A, -1, (), 5), (B, 1, (), 1)], ()) == [
+        {"gkb": A, "old_members": 2, "new_members": None, "ts": 5},
+        {"gkb": B, "old_members": 1, "new_members": 2, "ts": 2},
+    ]
+
+
+def test_a_state_of_one_column_is_the_single_aggregates_state(stores):
+    """One column's state is the bytes the single count, sum and avg have always
+    stored (members, non-null count, timestamp, total; big-endian), so their stores
+    read as before; a group with no members left has no state."""
+    _run(stores, 0, [(A, 1, 5, 10), (A, 1, None, 11), (B, 1, 1, 5)])
+    _run(stores, 1, [(B, -1, 1, 6)])
+    with stores.session("agg", 2) as session:
+        assert session.get_before([A, B]) == [struct.pack(">qqqq", 2, 1, 11, 5), None]
+    with stores.session("agg", 3) as session:
+        session.put([C], [struct.pack(">qqqq", 3, 2, 40, 7)])
+    assert _run(stores, 4, [(C, -1, 4, 30)]) == [_delta(C, (3, 2, 7), (2, 1, 3), 40)]

@@ -1,123 +1,144 @@
 """count, sum and avg per group, by signed deltas: a group's state is its member count,
-non-null count, sum and timestamp, so a retraction subtracts what an addition added."""
+its timestamp and, per aggregated column, the non-null count and the total, so a
+retraction subtracts what an addition added, and any number of these aggregates of one
+grouping share one state (one store, one stage).
+
+A state is fixed-width: big-endian 64-bit members, the non-null count of each column,
+the timestamp, then the total of each column (an integer or a double). With one column
+this is the state the single count, sum and avg have always kept.
+"""
 
 from __future__ import annotations
 
-import struct
+from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..binary import buffers
 from ..state import StoreSession
 
-
-def schema(floating: bool) -> pa.Schema:
-    """The rows of :func:`aggregate_deltas` (sums as doubles when ``floating``)."""
-    number = pa.float64() if floating else pa.int64()
-    return pa.schema([
-        ("gkb", pa.binary()), ("old_members", pa.int64()), ("old_nonnull", pa.int64()), ("old_total", number),
-        ("new_members", pa.int64()), ("new_nonnull", pa.int64()), ("new_total", number), ("ts", pa.int64()),
-    ])
+__all__ = ["aggregate_deltas", "schema", "state_dtype"]
 
 
-_AGG = struct.Struct(">qqq")  # members, non-null members, timestamp; then the sum
+def schema(floating: Sequence[bool]) -> pa.Schema:
+    """The rows of :func:`aggregate_deltas` for columns whose totals are doubles where
+    ``floating`` (else 64-bit integers): ``gkb``, ``old_members``, ``new_members``,
+    ``ts``, and per column ``i`` ``old_nonnull<i>``, ``old_total<i>``,
+    ``new_nonnull<i>``, ``new_total<i>``."""
+    fields = [("gkb", pa.binary()), ("old_members", pa.int64()), ("new_members", pa.int64()), ("ts", pa.int64())]
+    for i, fl in enumerate(floating):
+        number = pa.float64() if fl else pa.int64()
+        fields += [
+            (f"old_nonnull{i}", pa.int64()), (f"old_total{i}", number),
+            (f"new_nonnull{i}", pa.int64()), (f"new_total{i}", number),
+        ]
+    return pa.schema(fields)
 
 
-
-class NumericAggregate:
-    """State of the built-in aggregates of one group: member count, non-null count,
-    sum (int or float), timestamp. count/sum/avg follow from it by signed deltas."""
-
-    __slots__ = ("members", "nonnull", "total", "ts")
-
-    def __init__(self, members: int, nonnull: int, total: int | float, ts: int):
-        self.members, self.nonnull, self.total, self.ts = members, nonnull, total, ts
-
-    def encode(self, floating: bool) -> bytes:
-        tail = struct.pack(">d", self.total) if floating else struct.pack(">q", int(self.total))
-        return _AGG.pack(self.members, self.nonnull, self.ts) + tail
-
-    @classmethod
-    def decode(cls, data: bytes, floating: bool) -> NumericAggregate:
-        members, nonnull, ts = _AGG.unpack_from(data)
-        (total,) = struct.unpack_from(">d" if floating else ">q", data, _AGG.size)
-        return cls(members, nonnull, total, ts)
+def state_dtype(floating: Sequence[bool]) -> np.dtype:
+    """The numpy record of one stored state (big-endian, packed)."""
+    fields = [("members", ">i8")]
+    fields += [(f"nonnull{i}", ">i8") for i in range(len(floating))]
+    fields.append(("ts", ">i8"))
+    fields += [(f"total{i}", ">f8" if fl else ">i8") for i, fl in enumerate(floating)]
+    return np.dtype(fields)
 
 
+def aggregate_deltas(table: pa.Table, session: StoreSession, *, floating: Sequence[bool]) -> pa.Table:
+    """Apply signed deltas to per-group numeric states (count, sum, avg of any number of
+    columns at once).
 
-def aggregate_deltas(table: pa.Table, session: StoreSession, *, floating: bool) -> pa.Table:
-    """Apply signed deltas to per-group numeric aggregates (count, sum, avg).
-
-    In: ``gkb`` (group key bytes), ``sign`` (+1 add / -1 retract), ``v`` (the summed
-    column; null counts as a member without a value), ``ts``. Out: one row per group
-    whose aggregate changed: ``gkb``, old and new ``members``/``nonnull``/``total``
-    (new ``members`` = 0 means the group is gone), ``ts`` = max of the inputs' and the
-    old aggregate's timestamps. Order does not matter: these aggregates are invertible.
+    In: ``gkb`` (group key bytes), ``sign`` (+1 add / -1 retract), ``v<i>`` per column
+    (a null counts as a member without a value), ``ts``. Out (:func:`schema`): one row
+    per group whose state changed (members, a non-null count or a total): old and new
+    members, non-null counts and totals (new ones null when the group is gone, old
+    ones null when it is new), ``ts`` = max of the inputs' and the stored timestamps.
+    Order does not matter: these aggregates are invertible. Every group the batch
+    touched is written (its timestamp moves even when its results do not).
     """
+    out_schema = schema(floating)
     if table.num_rows == 0:
-        return _numeric_output([], [], [], [], floating)
-    # Integer sums stay integers (a null among them must not make them doubles).
+        return out_schema.empty_table()
+    k = len(floating)
     signs = table.column("sign").cast(pa.int64())
-    values = table.column("v").cast(pa.float64() if floating else pa.int64())
-    deltas = pa.table({
-        "gkb": table.column("gkb"),
-        "dm": signs,
-        "dn": pc.multiply(signs, pc.is_valid(values).cast(pa.int64())),
-        "ds": pc.multiply(signs.cast(values.type), pc.fill_null(values, 0)),
-        "ts": table.column("ts"),
-    })
-    grouped = deltas.group_by("gkb", use_threads=False).aggregate(
-        [("dm", "sum"), ("dn", "sum"), ("ds", "sum"), ("ts", "max")]
-    )
-    keys = grouped.column("gkb").to_pylist()
-    sums = zip(*(grouped.column(c).to_pylist() for c in ("dm_sum", "dn_sum", "ds_sum", "ts_max")), strict=True)
-    stored = session.get_before(keys)
-    old_aggs, new_aggs, out_keys, stamps = [], [], [], []
-    writes = []
-    for key, (dm, dn, ds, ts), before in zip(keys, sums, stored, strict=True):
-        old = NumericAggregate.decode(before, floating) if before is not None else None
-        members = (old.members if old else 0) + int(dm)
-        nonnull = (old.nonnull if old else 0) + int(dn)
-        total = (old.total if old else 0) + (float(ds) if floating else int(ds))
-        if members < 0 or nonnull < 0:
-            raise ValueError(f"aggregate of group {key!r} retracted more members than it had")
-        new_ts = max(int(ts), old.ts) if old else int(ts)
-        new = NumericAggregate(members, nonnull, total, new_ts) if members else None
-        writes.append((key, new.encode(floating) if new else None))
-        if _same_numeric(old, new):
-            continue
-        out_keys.append(key)
-        old_aggs.append(old)
-        new_aggs.append(new)
-        stamps.append(new_ts)
-    session.put([k for k, _ in writes], [v for _, v in writes])
-    return _numeric_output(out_keys, old_aggs, new_aggs, stamps, floating)
+    deltas = {"gkb": table.column("gkb"), "dm": signs, "ts": table.column("ts")}
+    for i, fl in enumerate(floating):
+        # Integer sums stay integers (a null among them must not make them doubles).
+        values = table.column(f"v{i}").cast(pa.float64() if fl else pa.int64())
+        deltas[f"dn{i}"] = pc.multiply(signs, pc.is_valid(values).cast(pa.int64()))
+        deltas[f"ds{i}"] = pc.multiply(signs.cast(values.type), pc.fill_null(values, 0))
+    sums = [("dm", "sum"), ("ts", "max")] + [(f"{p}{i}", "sum") for i in range(k) for p in ("dn", "ds")]
+    grouped = pa.table(deltas).group_by("gkb", use_threads=False).aggregate(sums)
+    keys = grouped.column("gkb").combine_chunks()
+    before = session.get_before_all(keys)
+    dtype = state_dtype(floating)
+    old, had = _decode(before, dtype)
+
+    new = np.zeros(len(keys), dtype)
+    new["members"] = old["members"] + grouped.column("dm_sum").to_numpy()
+    batch_ts = grouped.column("ts_max").to_numpy()
+    new["ts"] = np.where(had, np.maximum(batch_ts, old["ts"]), batch_ts)
+    negative = new["members"] < 0
+    for i in range(k):
+        new[f"nonnull{i}"] = old[f"nonnull{i}"] + grouped.column(f"dn{i}_sum").to_numpy()
+        new[f"total{i}"] = old[f"total{i}"] + grouped.column(f"ds{i}_sum").to_numpy()
+        negative |= new[f"nonnull{i}"] < 0
+    if negative.any():
+        key = keys[int(np.flatnonzero(negative)[0])].as_py()
+        raise ValueError(f"aggregate of group {key!r} retracted more members than it had")
+    alive = new["members"] > 0
+    session.put_all(keys, _encode(new, alive), before)
+
+    # Changed: made, deleted, or a count or a total moved (timestamps alone do not count).
+    same = had == alive
+    for name in dtype.names:
+        if name != "ts":
+            same &= old[name] == new[name]
+    changed = ~same
+    if not changed.any():
+        return out_schema.empty_table()
+    at = np.flatnonzero(changed)
+    old_mask, new_mask = ~had[at], ~alive[at]
+    columns = {
+        "gkb": keys.take(pa.array(at)),
+        "old_members": pa.array(old["members"][at].astype(np.int64), pa.int64(), mask=old_mask),
+        "new_members": pa.array(new["members"][at].astype(np.int64), pa.int64(), mask=new_mask),
+        "ts": pa.array(new["ts"][at].astype(np.int64), pa.int64()),
+    }
+    for i, fl in enumerate(floating):
+        number = pa.float64() if fl else pa.int64()
+        for side, state, mask in (("old", old, old_mask), ("new", new, new_mask)):
+            columns[f"{side}_nonnull{i}"] = pa.array(state[f"nonnull{i}"][at].astype(np.int64), pa.int64(), mask=mask)
+            columns[f"{side}_total{i}"] = pa.array(
+                state[f"total{i}"][at].astype(np.float64 if fl else np.int64), number, mask=mask
+            )
+    return pa.table(columns, schema=out_schema)
 
 
+def _decode(stored: pa.Array, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The states (zeros where absent) and which groups had one."""
+    offsets, data, had = buffers(stored)
+    n, width = len(had), dtype.itemsize
+    if had.any():
+        sizes = np.diff(offsets)[had]
+        if (sizes != width).any():
+            raise ValueError(f"numeric aggregate state of {int(sizes[sizes != width][0])} bytes, expected {width}")
+        rows = data[np.where(had, offsets[:-1], 0)[:, None] + np.arange(width)]
+        states = np.ascontiguousarray(rows).view(dtype)[:, 0].copy()
+        states[~had] = np.zeros(1, dtype)
+    else:
+        states = np.zeros(n, dtype)
+    return states, had
 
-def _same_numeric(a: NumericAggregate | None, b: NumericAggregate | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return (a.members, a.nonnull, a.total) == (b.members, b.nonnull, b.total)
 
-
-
-def _numeric_output(keys, old, new, stamps, floating: bool) -> pa.Table:
-    number = pa.float64() if floating else pa.int64()
-
-    def field(aggs, name, typ):
-        return pa.array([getattr(a, name) if a is not None else None for a in aggs], typ)
-
-    return pa.table(
-        {
-            "gkb": pa.array(keys, pa.binary()),
-            "old_members": field(old, "members", pa.int64()),
-            "old_nonnull": field(old, "nonnull", pa.int64()),
-            "old_total": field(old, "total", number),
-            "new_members": field(new, "members", pa.int64()),
-            "new_nonnull": field(new, "nonnull", pa.int64()),
-            "new_total": field(new, "total", number),
-            "ts": pa.array(stamps, pa.int64()),
-        },
-        schema=schema(floating),
-    )
+def _encode(states: np.ndarray, alive: np.ndarray) -> pa.Array:
+    """The states of the groups alive, null (deleted) for the others."""
+    width = states.dtype.itemsize
+    n = len(states)
+    data = np.ascontiguousarray(states[alive]).view(np.uint8)
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(np.where(alive, width, 0), out=offsets[1:])
+    validity = None if alive.all() else pa.array(alive).buffers()[1]
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)])

@@ -39,7 +39,7 @@ class FoldRule(AggregateRule):
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         shape = frame.value
         rows = self.signed_rows(
-            frame, lambda side: F.col(side) if shape.json_text else json_text(F.col(side), shape.dtype)
+            frame, {"v": lambda side: F.col(side) if shape.json_text else json_text(F.col(side), shape.dtype)}
         )
         if not hasattr(self, "stage_in"):
             self.key_type = rows.schema["gk"].dataType

@@ -5,7 +5,7 @@ row to the new group)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -95,20 +95,24 @@ class AggregateRule(Rule):
     def stores(cls, node, physical: PhysicalPlan) -> tuple[StoreUse, ...]:
         return (StoreUse(node.store, "aggregate", node.name),)
 
-    def signed_rows(self, frame: Frame, value: Callable[[str], Column], *, guarded: bool = False) -> DataFrame:
-        """One row per group contribution: ``gkb, gk, sign, v, skb, ts, order`` (a table
-        change contributes -old to its old group and +new to its new group; a stream
-        record +value to its key's group). ``guarded``: ``value`` gives a user function
-        column; a contribution it fails on is left out (see :meth:`column_of`)."""
+    def signed_rows(
+        self, frame: Frame, values: Mapping[str, Callable[[str], Column]], *, guarded: Sequence[str] = ()
+    ) -> DataFrame:
+        """One row per group contribution: ``gkb, gk, sign``, each of ``values`` (its name:
+        its column over the value bound to a side), ``skb, ts, order`` (a table change
+        contributes -old to its old group and +new to its new group; a stream record
+        +value to its key's group). ``guarded``: the names of ``values`` that give a user
+        function column; a contribution one of them fails on is left out (see
+        :meth:`column_of`)."""
         if not hasattr(self, "signed"):
-            self.signed = self._signed_columns(frame, value)
+            self.signed = self._signed_columns(frame, values)
         if frame.kind == "grouped":
             exploded, flat, present, columns = self.signed
             rows = frame.df.select(*exploded).select(*flat).where(present).select(*columns)
         else:
             _, columns = self.signed
             rows = frame.df.select(*columns)
-        return unguarded(rows, ["v"] if guarded else [])
+        return unguarded(rows, list(guarded))
 
     def group_key(self, frame: Frame, dtype) -> Column:
         """The group key of the aggregate's results, from its canonical bytes ``gkb``."""
@@ -126,7 +130,7 @@ class AggregateRule(Rule):
             )
 
     @staticmethod
-    def _signed_columns(frame: Frame, value: Callable[[str], Column]):
+    def _signed_columns(frame: Frame, values: Mapping[str, Callable[[str], Column]]):
         undeclared = frame.key_undeclared
         if frame.kind != "grouped":
             return named((
@@ -138,7 +142,7 @@ class AggregateRule(Rule):
                     canonical_key(F.col("key"), undeclared).alias("gkb"),
                     F.col("key").alias("gk"),
                     F.lit(1).cast("int").alias("sign"),
-                    value("value").alias("v"),
+                    *[value("value").alias(name) for name, value in values.items()],
                     F.lit(None).cast("binary").alias("skb"),
                     "ts",
                     *ORDER,
@@ -165,7 +169,8 @@ class AggregateRule(Rule):
             # (an old row's was logged when it was the new row: dropped without a reason)
             F.when(F.col("gk").isNull(), F.when(F.col("sign") > 0, F.lit("null group-by key (record skipped)"))
                    .otherwise(F.lit(""))).alias("_skip"),
-            canonical_key(F.col("gk"), undeclared).alias("gkb"), "gk", "sign", value("value").alias("v"), "skb", "ts", *ORDER]
+            canonical_key(F.col("gk"), undeclared).alias("gkb"), "gk", "sign",
+            *[value("value").alias(name) for name, value in values.items()], "skb", "ts", *ORDER]
         return named((exploded, flat, present, columns))
 
     def column_of(self, expr: Expr, frame: Frame) -> Callable[[str], Column]:
@@ -207,7 +212,7 @@ class ColumnAggregateRule(AggregateRule):
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         column = self.node.column
-        rows = self.signed_rows(frame, self.column_of(column, frame), guarded=is_guarded_expr(column))
+        rows = self.signed_rows(frame, {"v": self.column_of(column, frame)}, guarded=["v"] if is_guarded_expr(column) else [])
         if not hasattr(self, "kernel"):
             self.key_type = rows.schema["gk"].dataType
             self.prepare(rows.schema["v"].dataType, frame)

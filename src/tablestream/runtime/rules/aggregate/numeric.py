@@ -1,9 +1,12 @@
 """count, sum and avg: signed deltas applied to one numeric state per group
-(:mod:`tablestream.runtime.kernels.numeric`); a group without members is deleted."""
+(:mod:`tablestream.runtime.kernels.numeric`); a group without members is deleted. The
+single aggregates and :class:`~tablestream.plan.aggregate.NumericAggregates` (several of
+them of one grouping, a struct of their results) share one rule: one store, one stage."""
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -15,12 +18,15 @@ from pyspark.sql.types import (
     IntegerType,
     LongType,
     ShortType,
+    StructField,
+    StructType,
 )
 
 from ....plan import aggregate as agg
+from ....plan.expr import Expr
 from ...batch import BatchContext
 from ...expressions import ValueShape
-from ...frames import ORDER, Frame, named, result_order
+from ...frames import ORDER, Frame, changed, named, result_order
 from ...kernels import numeric
 from ..values import is_guarded_expr
 from .group_by import AggregateRule
@@ -30,86 +36,109 @@ class AggregateTypeError(TypeError):
     """An aggregate over a column of a type it cannot take."""
 
 
+@dataclass(frozen=True)
+class _Result:
+    """One result: its name (a struct field, or None for a single aggregate's value),
+    function and the index of its column in the state (None: rows counted)."""
+
+    name: str | None
+    function: str
+    column: int | None
+
+
 class NumericRule(AggregateRule):
-    """``old`` and ``new`` are the result's value before and after, from the kernel's
-    member count, non-null count and total."""
+    """Results read from the kernel's member count and, per column, non-null count and
+    total. A single :class:`~tablestream.plan.aggregate.Count` keeps one column of
+    nulls, so its state is the one count, sum and avg have always shared."""
 
-    def old(self) -> Column:
-        raise NotImplementedError
+    nodes = (agg.Count, agg.Sum, agg.Avg, agg.NumericAggregates)
 
-    def new(self) -> Column:
-        raise NotImplementedError
-
-    def result_type(self, floating: bool) -> DataType:
-        raise NotImplementedError
+    def __init__(self, node, physical) -> None:
+        super().__init__(node, physical)
+        if isinstance(node, agg.NumericAggregates):
+            self.columns_in: tuple[Expr | None, ...] = node.columns
+            self.results = tuple(
+                _Result(a.name, a.function, None if a.column is None else self.columns_in.index(a.column))
+                for a in node.aggregations
+            )
+            self.wrapped = True
+        else:
+            function = {agg.Count: "count", agg.Sum: "sum", agg.Avg: "avg"}[type(node)]
+            self.columns_in = (getattr(node, "column", None),)
+            self.results = (_Result(None, function, None if function == "count" else 0),)
+            self.wrapped = False
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
-        column = getattr(self.node, "column", None)
-        value = self.column_of(column, frame) if column is not None else (lambda _: F.lit(None).cast("long"))
-        rows = self.signed_rows(frame, value, guarded=column is not None and is_guarded_expr(column))
+        values = {
+            f"v{i}": self.column_of(column, frame) if column is not None else (lambda _: F.lit(None).cast("long"))
+            for i, column in enumerate(self.columns_in)
+        }
+        guarded = [f"v{i}" for i, column in enumerate(self.columns_in) if column is not None and is_guarded_expr(column)]
+        rows = self.signed_rows(frame, values, guarded=guarded)
         if not hasattr(self, "kernel"):
-            self._prepare(rows, column is None, frame)
+            self._prepare(rows, frame)
         stage = self.run_stage(batch, rows, self.stage_in, self.kernel, self.schema)
         changes = batch.persist(stage, self.node.name)
-        return self.result(batch, changes.select(*self.columns), frame)
+        # A state can change while its results do not (a null joins a sum): emit on change.
+        return self.result(batch, changes.select(*self.columns).where(changed()), frame)
 
-    def _prepare(self, rows, counting: bool, frame: Frame) -> None:
-        vtype, self.key_type = rows.schema["v"].dataType, rows.schema["gk"].dataType
-        if counting or isinstance(vtype, (LongType, IntegerType, ShortType)):
-            floating = False
-        elif isinstance(vtype, (DoubleType, FloatType, DecimalType)):
-            floating = True
-        else:
-            raise AggregateTypeError(f"{self.node.name}: cannot sum or average a {vtype.simpleString()} column")
-        self.kernel = functools.partial(numeric.aggregate_deltas, floating=floating)
+    def _prepare(self, rows, frame: Frame) -> None:
+        self.key_type = rows.schema["gk"].dataType
+        summed = {r.column for r in self.results if r.function != "count"}
+        floating, inputs = [], []
+        for i in range(len(self.columns_in)):
+            name = f"v{i}"
+            vtype = rows.schema[name].dataType
+            if i not in summed:
+                # Only its nulls count: a non-null value adds 0 to its (unread) total.
+                floating.append(False)
+                inputs.append(F.when(F.col(name).isNotNull(), F.lit(0)).cast("long").alias(name))
+                continue
+            if isinstance(vtype, (LongType, IntegerType, ShortType)):
+                floating.append(False)
+            elif isinstance(vtype, (DoubleType, FloatType, DecimalType)):
+                floating.append(True)
+            else:
+                which = next(r.name for r in self.results if r.column == i and r.function != "count")
+                where = f"{self.node.name}: {which}" if which is not None else self.node.name
+                raise AggregateTypeError(f"{where}: cannot sum or average a {vtype.simpleString()} column")
+            inputs.append(F.col(name).cast("double" if floating[-1] else "long").alias(name))
+        self.kernel = functools.partial(numeric.aggregate_deltas, floating=tuple(floating))
         self.schema = numeric.schema(floating)
-        self.stage_in = named(["gkb", "sign", F.col("v").cast("double" if floating else "long").alias("v"), "ts", *ORDER])
+        self.stage_in = named(["gkb", "sign", *inputs, "ts", *ORDER])
+        if self.wrapped:
+            types = [_type(r, floating) for r in self.results]
+            old, new = (
+                F.when(F.col(f"{side}_members") > 0, F.struct(*[_value(r, side).alias(r.name) for r in self.results]))
+                for side in ("old", "new")
+            )
+            rtype: DataType = StructType([StructField(r.name, t) for r, t in zip(self.results, types, strict=True)])
+        else:
+            (result,) = self.results
+            old, new, rtype = _value(result, "old"), _value(result, "new"), _type(result, floating)
         self.columns = named([
-            self.group_key(frame, self.key_type).alias("key"),
-            self.old().alias("old"),
-            self.new().alias("new"),
-            "ts",
-            *result_order(),
+            self.group_key(frame, self.key_type).alias("key"), old.alias("old"), new.alias("new"), "ts", *result_order(),
         ])
-        self.shape = ValueShape(self.result_type(floating))
+        self.shape = ValueShape(rtype)
 
 
-class CountRule(NumericRule):
-    nodes = (agg.Count,)
+def _value(result: _Result, side: str) -> Column:
+    """A result on one side of the kernel's output (null where the group has no members:
+    count and sum have a value for every group with rows, avg for one with a value)."""
+    members = F.col(f"{side}_members")
+    if result.column is None:
+        return F.when(members > 0, members)
+    nonnull, total = F.col(f"{side}_nonnull{result.column}"), F.col(f"{side}_total{result.column}")
+    if result.function == "count":
+        return F.when(members > 0, nonnull)
+    if result.function == "sum":
+        return F.when(members > 0, total)
+    return F.when(nonnull > 0, total.cast("double") / nonnull)
 
-    def old(self) -> Column:
-        return F.when(F.col("old_members") > 0, F.col("old_members"))
 
-    def new(self) -> Column:
-        return F.when(F.col("new_members") > 0, F.col("new_members"))
-
-    def result_type(self, floating: bool) -> DataType:
+def _type(result: _Result, floating: list[bool]) -> DataType:
+    if result.function == "count":
         return LongType()
-
-
-class SumRule(NumericRule):
-    """ksqlDB's SUM ignores nulls and starts at 0: a group of null values sums to 0."""
-
-    nodes = (agg.Sum,)
-
-    def old(self) -> Column:
-        return F.when(F.col("old_members") > 0, F.col("old_total"))
-
-    def new(self) -> Column:
-        return F.when(F.col("new_members") > 0, F.col("new_total"))
-
-    def result_type(self, floating: bool) -> DataType:
-        return DoubleType() if floating else LongType()
-
-
-class AvgRule(NumericRule):
-    nodes = (agg.Avg,)
-
-    def old(self) -> Column:
-        return F.when(F.col("old_nonnull") > 0, F.col("old_total").cast("double") / F.col("old_nonnull"))
-
-    def new(self) -> Column:
-        return F.when(F.col("new_nonnull") > 0, F.col("new_total").cast("double") / F.col("new_nonnull"))
-
-    def result_type(self, floating: bool) -> DataType:
+    if result.function == "avg" or floating[result.column]:
         return DoubleType()
+    return LongType()
