@@ -59,7 +59,6 @@ from tablestream.plan import (
     ToTopic,
     WithTimestamp,
 )
-from tablestream.plan.errors import InvalidTypeError
 
 from .fakes import FakeColumn, fake_struct_type
 
