@@ -205,7 +205,6 @@ def demo_sql_application(store: TopicStore):
     topics its queries write are created, with no retention limit (the records carry
     2026 timestamps) and the partitions ksqlDB gives them."""
     from .sql.compiler import compile_sql
-    from .sql.script import prepare_script
 
     sql = DEMO_SQL.read_text(encoding="utf-8")
     existing = set(store.list_topics())
@@ -214,7 +213,7 @@ def demo_sql_application(store: TopicStore):
     for topic, count in compiled.topics.items():
         if topic not in existing:
             store.create_topic(TopicConfig(topic, partitions=count, retention_ms=-1))
-    return prepare_script(sql, store)[0]
+    return compiled
 
 
 def _sql_topics() -> set[str]:

@@ -27,7 +27,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tablestream.testing.driver import TestDriver
@@ -269,9 +269,13 @@ def joins(draw) -> Query:
     left = "O" if shape == "stream-table" else "I"
     numbers_ = JOINED[left][0] + JOINED["C"][0]
     strings_ = JOINED[left][1] + JOINED["C"][1]
-    items = ", ".join(draw(projections(numbers_, strings_)))
+    projected = draw(projections(numbers_, strings_))
+    items = ", ".join(projected)
     condition = draw(st.none() | conditions(numbers_, strings_))
     if shape == "stream-table":
+        # The join's key column projected a second time is refused, as ksqlDB refuses it
+        # (tests/sql/test_qtt_errors.py has the error).
+        assume(not any(item.startswith("O.CUST AS ") for item in projected))
         kind = draw(st.sampled_from(["JOIN", "LEFT JOIN"]))
         select = f"O.CUST, {items} FROM ORDERS O {kind} CUSTOMERS C ON O.CUST = C.ID{_where(condition)}"
         matched = "C.SEQ IS NOT NULL AND NOT C.DELETED"
