@@ -35,6 +35,7 @@ PrimitiveType(name='BIGINT')
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -63,6 +64,8 @@ __all__ = [
     "SqlType",
     "StructType",
     "TIMESTAMP",
+    "avro_schema_text",
+    "from_avro_schema",
     "parse_schema",
     "parse_schema_or_type",
     "parse_type",
@@ -347,6 +350,156 @@ def _avro_type(t: SqlType, name: str) -> Any:
     raise SchemaError(f"No Avro type for {t}")
 
 
+def avro_schema_text(text: str) -> Any | None:
+    """The Avro schema ``text`` holds (parsed JSON), or ``None`` when it is not JSON
+    (a ksqlDB column list or type). An Avro schema is a JSON object, a JSON array (a
+    union) or a quoted name (``'"long"'``).
+
+    >>> avro_schema_text('{"type": "record", "name": "R", "fields": []}')["name"]
+    'R'
+    >>> avro_schema_text("id BIGINT") is None
+    True
+    """
+    stripped = text.strip()
+    if not stripped[:1] in ('{', '[', '"'):
+        return None
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError as e:
+        raise SchemaError(f"Invalid Avro schema (not JSON: {e.msg} at line {e.lineno} column {e.colno})") from None
+
+
+def from_avro_schema(schema: str | dict[str, Any] | list[Any], *, upper_case: bool = False) -> Schema | SqlType:
+    """The ksqlDB columns of an Avro schema: a record's fields are the columns (a
+    :class:`Schema`), any other schema one :class:`SqlType`.
+
+    Types map as ksqlDB maps them: ``boolean``, ``int``, ``long`` (``BIGINT``),
+    ``float`` and ``double`` (``DOUBLE``), ``string``, ``enum`` and ``uuid``
+    (``STRING``), ``bytes`` and ``fixed`` (``BYTES``), ``decimal`` (``DECIMAL(p, s)``),
+    ``date``, ``timestamp-millis`` (``TIMESTAMP``), ``array``, ``map`` (``MAP<STRING,
+    T>``), a nested ``record`` (``STRUCT``); a union of ``null`` and one type is that
+    type. Any other union, a recursive record, and the time and microsecond logical
+    types are refused naming the field: no field is left out. ``upper_case=True``
+    upper-cases field names, as ksqlDB does with a schema it infers.
+
+    >>> str(from_avro_schema({"type": "record", "name": "Order", "fields": [
+    ...     {"name": "id", "type": "long"},
+    ...     {"name": "status", "type": {"type": "enum", "name": "S", "symbols": ["NEW", "PAID"]}},
+    ...     {"name": "price", "type": ["null", "float"], "default": None}]}))
+    'id BIGINT, status STRING, price DOUBLE'
+    >>> from_avro_schema('"long"')
+    PrimitiveType(name='BIGINT')
+    """
+    parsed = avro_schema_text(schema) if isinstance(schema, str) else schema
+    if parsed is None:
+        raise SchemaError(f"Invalid Avro schema: {schema!r} is not JSON")
+    reader = _AvroReader(upper_case)
+    if isinstance(parsed, dict) and parsed.get("type") == "record":
+        return Schema(reader.fields(parsed, "", set()))
+    return reader.type(parsed, "", set())
+
+
+_AVRO_PRIMITIVES: dict[str, SqlType] = {
+    "boolean": BOOLEAN, "int": INT, "long": BIGINT, "float": DOUBLE, "double": DOUBLE, "string": STRING, "bytes": BYTES,
+}
+
+
+class _AvroReader:
+    """Walks an Avro schema, remembering the named types (records, enums, fixed) it
+    defines so later references by name resolve."""
+
+    def __init__(self, upper_case: bool):
+        self.upper_case = upper_case
+        self.named: dict[str, Any] = {}
+
+    def fail(self, path: str, message: str) -> SchemaError:
+        return SchemaError(f"Avro schema{f' field {path!r}' if path else ''}: {message}")
+
+    def fields(self, record: dict[str, Any], path: str, open_records: set[str]) -> tuple[Column, ...]:
+        name = self._define(record, path)
+        fields = record.get("fields")
+        if not isinstance(fields, list):
+            raise self.fail(path, "a record needs a list of fields")
+        out: list[Column] = []
+        seen: dict[str, str] = {}
+        for field in fields:
+            if not isinstance(field, dict) or not isinstance(field.get("name"), str) or "type" not in field:
+                raise self.fail(path, f"a record field needs a name and a type, got {field!r}")
+            column = field["name"].upper() if self.upper_case else field["name"]
+            if column.upper() in seen:
+                raise self.fail(path, f"fields {seen[column.upper()]!r} and {field['name']!r} have the same name ignoring case")
+            seen[column.upper()] = field["name"]
+            inner = f"{path}.{field['name']}" if path else field["name"]
+            out.append(Column(column, self.type(field["type"], inner, open_records | {name})))
+        return tuple(out)
+
+    def _define(self, named: dict[str, Any], path: str) -> str:
+        name = named.get("name")
+        if not isinstance(name, str) or not name:
+            raise self.fail(path, f"a {named.get('type')} needs a name")
+        namespace = named.get("namespace")
+        full = name if "." in name or not namespace else f"{namespace}.{name}"
+        self.named[full] = named
+        self.named.setdefault(name.rsplit(".", 1)[-1], named)
+        return full
+
+    def type(self, t: Any, path: str, open_records: set[str]) -> SqlType:
+        if isinstance(t, list):
+            branches = [b for b in t if b != "null"]
+            if len(branches) != 1 or len(t) - len(branches) > 1:
+                raise self.fail(path, f"a union is read only as null and one type, got {json.dumps(t)}")
+            return self.type(branches[0], path, open_records)
+        if isinstance(t, str):
+            if t in _AVRO_PRIMITIVES:
+                return _AVRO_PRIMITIVES[t]
+            if t == "null":
+                raise self.fail(path, "a field of type null holds nothing")
+            if t in open_records:
+                raise self.fail(path, f"the record {t} contains itself; recursive types are not supported")
+            if t in self.named:
+                return self.type(self.named[t], path, open_records)
+            raise self.fail(path, f"unknown type {t!r}")
+        if not isinstance(t, dict) or "type" not in t:
+            raise self.fail(path, f"not an Avro type: {t!r}")
+        kind, logical = t["type"], t.get("logicalType")
+        if logical is not None and kind in ("int", "long", "bytes", "fixed", "string"):
+            return self._logical(t, kind, logical, path)
+        if kind == "record":
+            return StructType(self.fields(t, path, open_records))
+        if kind == "enum":
+            self._define(t, path)
+            return STRING
+        if kind == "fixed":
+            self._define(t, path)
+            return BYTES
+        if kind == "array":
+            return ArrayType(self.type(t.get("items"), f"{path}[]", open_records))
+        if kind == "map":
+            return MapType(self.type(t.get("values"), f"{path}{{}}", open_records))
+        return self.type(kind, path, open_records)
+
+    def _logical(self, t: dict[str, Any], kind: str, logical: str, path: str) -> SqlType:
+        if logical == "decimal" and kind in ("bytes", "fixed"):
+            if kind == "fixed":
+                self._define(t, path)
+            precision, scale = t.get("precision"), t.get("scale", 0)
+            if not isinstance(precision, int) or not isinstance(scale, int) or not 0 <= scale <= precision:
+                raise self.fail(path, f"a decimal needs a precision and a scale from 0 to it, got {json.dumps(t)}")
+            if precision > MAX_DECIMAL_PRECISION:
+                raise self.fail(path, f"DECIMAL precision {precision} is above {MAX_DECIMAL_PRECISION}")
+            return DecimalType(precision, scale)
+        if (kind, logical) == ("int", "date"):
+            return DATE
+        if (kind, logical) == ("long", "timestamp-millis"):
+            return TIMESTAMP
+        if (kind, logical) == ("string", "uuid"):
+            return STRING
+        if logical in ("time-millis", "time-micros", "timestamp-micros", "local-timestamp-millis", "local-timestamp-micros"):
+            raise self.fail(path, f"the logical type {logical} is not supported (TIMESTAMP is timestamp-millis)")
+        # An unknown logical type is read as its underlying type, as Avro readers do.
+        return self.type(kind, path, set())
+
+
 # --- parsing ----------------------------------------------------------------------
 
 _DIALECT = Dialect.get_or_raise("spark")  # backticks quote identifiers, as in ksqlDB
@@ -377,13 +530,17 @@ def parse_type(text: str) -> SqlType:
 
 
 def parse_schema_or_type(text: str) -> Schema | SqlType:
-    """A single type when ``text`` is just a type (``"BIGINT"``), else a column list.
+    """A single type when ``text`` is just a type (``"BIGINT"``), else a column list;
+    an Avro schema (JSON) gives its columns (:func:`from_avro_schema`).
 
     >>> parse_schema_or_type("BIGINT")
     PrimitiveType(name='BIGINT')
     >>> parse_schema_or_type("date DATE").names
     ('date',)
     """
+    avro = avro_schema_text(text)
+    if avro is not None:
+        return from_avro_schema(avro)
     parser = _Parser(text)
     if parser.looks_like_single_type():
         return parser.single_type()

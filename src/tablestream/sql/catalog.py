@@ -131,6 +131,7 @@ class SourceInfo:
     reread: int | None = None  # its topic's count, when its query's result has another (read through a repartition to it)
     timestamp_column: str | None = None  # WITH (TIMESTAMP=...): the column its records' timestamps come from
     timestamp_extractor: str | None = None  # that column (parsed) as the DSL's SQL over its records
+    value_avro_schema: str | None = None  # WITH (VALUE_AVRO_SCHEMA=...): its records' Avro schema, field names upper-cased
 
     @property
     def key_schema(self) -> str | None:
@@ -145,6 +146,8 @@ class SourceInfo:
     def value_schema(self) -> str | None:
         """The value's schema for the DSL: a column list, or a single type when the one
         value column is not wrapped."""
+        if self.value_avro_schema is not None:
+            return self.value_avro_schema
         if not self.value_columns:
             return None
         if not self.wrapped:

@@ -17,6 +17,7 @@ projection, join keys and orders, co-partitioning.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -25,10 +26,22 @@ from typing import Any
 from sqlglot import exp
 
 from tablestream.dsl import StreamsBuilder, aggregates
-from tablestream.errors import TablestreamError
+from tablestream.errors import SchemaError, TablestreamError
 from tablestream.plan.expr import SPARK
 from tablestream.plan.topology import Topology
-from tablestream.schema import BIGINT, DOUBLE, INT, STRING, ArrayType, Column, DecimalType, SqlType
+from tablestream.schema import (
+    BIGINT,
+    DOUBLE,
+    INT,
+    STRING,
+    ArrayType,
+    Column,
+    DecimalType,
+    Schema,
+    SqlType,
+    avro_schema_text,
+    from_avro_schema,
+)
 from tablestream.sql import statements as st
 from tablestream.sql.catalog import Base, Layout, QueryInfo, SourceInfo, own, record_layout
 from tablestream.sql.datetime_patterns import PatternError, parse_pattern
@@ -52,7 +65,7 @@ __all__ = ["CompiledSql", "InsertRecord", "SqlCompiler", "compile_sql"]
 # WITH properties: those read here, and ksqlDB's others (refused with a clear error).
 _SUPPORTED = {
     "KAFKA_TOPIC", "KEY_FORMAT", "VALUE_FORMAT", "FORMAT", "PARTITIONS", "REPLICAS",
-    "VALUE_DELIMITER", "WRAP_SINGLE_VALUE", "TIMESTAMP", "TIMESTAMP_FORMAT",
+    "VALUE_DELIMITER", "WRAP_SINGLE_VALUE", "TIMESTAMP", "TIMESTAMP_FORMAT", "VALUE_AVRO_SCHEMA",
 }
 _KNOWN = _SUPPORTED | {
     "KEY_DELIMITER", "RETENTION_MS", "CLEANUP_POLICY",
@@ -66,6 +79,27 @@ _KAFKA_KEY_TYPES = ("INT", "BIGINT", "DOUBLE", "STRING", "BYTES")
 # SET 'tablestream.auto.repartition'='true': joins repartition instead of refusing
 # sources whose partition counts differ.
 AUTO_REPARTITION = "tablestream.auto.repartition"
+def _upper_case_fields(schema: Any) -> Any:
+    """An Avro schema with its records' field names upper-cased (enum symbols, map keys
+    and type names kept)."""
+    if isinstance(schema, list):
+        return [_upper_case_fields(b) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    if schema.get("type") == "record" and isinstance(schema.get("fields"), list):
+        out["fields"] = [
+            {**f, "name": f["name"].upper(), "type": _upper_case_fields(f.get("type"))} if isinstance(f, dict) and isinstance(f.get("name"), str) else f
+            for f in schema["fields"]
+        ]
+    for key in ("items", "values"):
+        if key in schema:
+            out[key] = _upper_case_fields(schema[key])
+    if isinstance(schema.get("type"), (dict, list)):
+        out["type"] = _upper_case_fields(schema["type"])
+    return out
+
+
 _JOIN_TYPES = {"INNER": "[INNER] JOIN", "LEFT": "LEFT [OUTER] JOIN", "RIGHT": "RIGHT [OUTER] JOIN", "FULL": "[FULL] OUTER JOIN"}
 
 
@@ -278,18 +312,26 @@ class SqlCompiler:
                 raise self.error(element.position, f"Column `{element.name.text}` is a 'KEY' column: please use 'PRIMARY KEY' for tables.\nTables have PRIMARY KEYs, which are unique and NON NULL.\nStreams have KEYs, which have no uniqueness or NULL constraints.".replace("\n", " "))
             column = Column(element.name.text, element.type)
             (key_columns if element.constraint else value_columns).append(column)
-        if not s.elements:
-            raise self.error(s.position, "Declaring the columns of a stream or table is required: a schema from a registry or AVRO_SCHEMA is not supported yet")
+        avro_schema = self._given_avro_schema(props, value_columns, s.position)
+        if avro_schema is not None:
+            value_columns, wrapped_avro = avro_schema[1], avro_schema[2]
+            if "WRAP_SINGLE_VALUE" in props:
+                raise self.error(props["WRAP_SINGLE_VALUE"][1], "WRAP_SINGLE_VALUE is not used with VALUE_AVRO_SCHEMA: a record schema gives columns, any other schema the single column ROWVAL")
+        elif not s.elements:
+            raise self.error(s.position, "The columns of a stream or table must be declared, or given as an Avro schema with VALUE_FORMAT='AVRO' and VALUE_AVRO_SCHEMA='{...}' (there is no Schema Registry to infer them from)")
         if s.kind == "TABLE" and not key_columns:
             raise self.error(s.position, "Tables require a PRIMARY KEY. Please define the PRIMARY KEY")
         if not key_columns and "KEY_FORMAT" in props and str(props["KEY_FORMAT"][0]).upper() != "NONE":
             raise self.error(props["KEY_FORMAT"][1], "Key format specified for stream without key columns")
         declared_key = self._format_name(props["FORMAT"]) if "FORMAT" in props else "KAFKA"
         key_format, value_format = self._formats(props, s.position, has_key=bool(key_columns), default_key="KAFKA")
-        wrapped = self._wrapped(props, value_format, value_columns, s.position)
+        wrapped = wrapped_avro if avro_schema is not None else self._wrapped(props, value_format, value_columns, s.position)
         self._check_key_format(key_format, key_columns, s.position)
         partitions = self._partitions(props, topic, s.position, required=True)
         columns = {c.name: c for c in (*key_columns, *value_columns)}
+        clash = [c.name for c in key_columns if any(v.name == c.name for v in value_columns)]
+        if clash:
+            raise self.error(s.position, f"Duplicate column names: {clash[0]} is a key column and a field of the Avro schema")
         extractor = self._timestamp_extractor(
             props, columns, record_layout(name, tuple(key_columns), tuple(value_columns), wrapped)
         ) or (None, None)
@@ -309,6 +351,7 @@ class SqlCompiler:
             inherited_key_format=key_format if key_columns else declared_key,
             timestamp_column=extractor[0],
             timestamp_extractor=extractor[1],
+            value_avro_schema=avro_schema[0] if avro_schema is not None else None,
         )
         self.result.sources[name] = info
         self.result.topics[topic] = partitions
@@ -319,6 +362,40 @@ class SqlCompiler:
             self._facade(info)
             info.query_id = query_id
             self.result.queries.append(QueryInfo(query_id, topic, name, s.text, sources=(name,)))
+
+    def _given_avro_schema(
+        self, props: dict[str, tuple[Any, st.Position]], value_columns: Sequence[Column], position: st.Position
+    ) -> tuple[str, list[Column], bool] | None:
+        """``VALUE_AVRO_SCHEMA``: the value columns come from the Avro schema given (its
+        field names upper-cased, as ksqlDB names the columns it infers; Avro's binary
+        encoding holds no names, so records read and write as with the schema as
+        given). Returns the schema the records are read with, the columns, and whether
+        the value is a record of them."""
+        given = props.get("VALUE_AVRO_SCHEMA")
+        if given is None:
+            return None
+        text, where = given
+        if not isinstance(text, str):
+            raise self.error(where, "VALUE_AVRO_SCHEMA must be the JSON of an Avro schema, in quotes")
+        value_format = props.get("VALUE_FORMAT", props.get("FORMAT"))
+        if value_format is None or str(value_format[0]).upper() != "AVRO":
+            raise self.error(where, "VALUE_AVRO_SCHEMA needs VALUE_FORMAT='AVRO'")
+        if value_columns:
+            raise self.error(where, "Value columns are declared and VALUE_AVRO_SCHEMA is given: the value columns come from the Avro schema, declare only the key columns")
+        try:
+            schema = avro_schema_text(text)
+            if schema is None:
+                raise SchemaError("VALUE_AVRO_SCHEMA must be the JSON of an Avro schema")
+            from_avro_schema(schema)  # errors name the fields as the schema does
+            upper = _upper_case_fields(schema)
+            derived = from_avro_schema(upper)
+        except SchemaError as e:
+            raise self.error(where, str(e)) from None
+        if isinstance(derived, Schema):
+            if not derived.columns:
+                raise self.error(where, "The Avro record of VALUE_AVRO_SCHEMA has no fields")
+            return json.dumps(upper), list(derived.columns), True
+        return json.dumps(upper), [Column("ROWVAL", derived)], False
 
     def _properties(self, properties: tuple[st.Property, ...]) -> dict[str, tuple[Any, st.Position]]:
         out: dict[str, tuple[Any, st.Position]] = {}

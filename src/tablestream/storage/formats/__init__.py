@@ -9,8 +9,9 @@ one key or value, from Python and from Spark:
 ``JSON``
     an object of the columns, a single JSON value, or (no schema) any JSON document;
 ``AVRO``
-    raw Avro binary with the declared schema; ``confluent=True`` adds and strips the
-    5-byte Confluent header (``schema_id=`` gives the id);
+    raw Avro binary with the declared schema, or with an Avro schema given as JSON
+    (its columns derived from it); ``confluent=True`` adds and strips the 5-byte
+    Confluent header (``schema_id=`` gives the id);
 ``DELIMITED``
     one CSV line with the fields in schema order (``delimiter=``, default ``,``).
 
@@ -42,7 +43,7 @@ import inspect
 from typing import Any
 
 from ...errors import SchemaError
-from ...schema import Schema, SqlType, parse_schema_or_type
+from ...schema import Schema, SqlType, avro_schema_text, parse_schema_or_type
 from .avro import AvroFormat
 from .base import Decoded, Format
 from .delimited import DelimitedFormat
@@ -72,7 +73,8 @@ def get_format(name: str, schema: str | Schema | SqlType | None = None, **option
     """The format ``name`` (case-insensitive) for ``schema``.
 
     ``schema`` is a ksqlDB column list (``"id BIGINT, name STRING"``), a single type
-    (``"BIGINT"``; a one-column list works too for KAFKA), an already parsed
+    (``"BIGINT"``; a one-column list works too for KAFKA), for AVRO the JSON of an Avro
+    schema (written and read as it is, its columns derived from it), an already parsed
     :class:`~tablestream.schema.Schema` / :class:`~tablestream.schema.SqlType`, or
     ``None`` (KAFKA and JSON only). Options: AVRO ``confluent``, ``schema_id``,
     ``record_name``, ``namespace``; DELIMITED ``delimiter``.
@@ -89,6 +91,12 @@ def get_format(name: str, schema: str | Schema | SqlType | None = None, **option
     if unknown:
         accepted = f"it takes {', '.join(allowed)}" if allowed else "it takes none"
         raise SchemaError(f"Unknown option '{unknown[0]}' for the {cls.name} format ({accepted})")
+    if isinstance(schema, str) and avro_schema_text(schema) is not None:
+        if cls is not AvroFormat:
+            raise SchemaError(
+                f"An Avro schema is the schema of the AVRO format only; {cls.name} takes a ksqlDB column list"
+            )
+        return AvroFormat(None, writer_schema=schema, **options)
     parsed = parse_schema_or_type(schema) if isinstance(schema, str) else schema
     if parsed is not None and not isinstance(parsed, (Schema, SqlType)):
         raise SchemaError(

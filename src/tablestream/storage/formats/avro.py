@@ -1,8 +1,11 @@
 """AVRO: raw Avro binary with the schema the user declares (no Schema Registry here).
 
 The Avro schema is derived from the ksqlDB column list as ksqlDB does
-(:func:`tablestream.schema.to_avro_schema`); Spark reads and writes it with
-``from_avro``/``to_avro``, Python with fastavro. ``confluent=True`` is the wire format
+(:func:`tablestream.schema.to_avro_schema`), or given as it is (``writer_schema=``,
+the JSON of an Avro schema, whose columns are then derived from it by
+:func:`tablestream.schema.from_avro_schema`); Spark reads and writes it with
+``from_avro``/``to_avro``, Python with fastavro. A given schema's non-null fields are
+written only with a value: a null there fails the write naming the field. ``confluent=True`` is the wire format
 of Confluent's serializers: a 5-byte header (magic byte 0, then the schema id as a
 4-byte big-endian integer) before the Avro body. Writing needs ``schema_id``;
 reading checks the magic byte, and the id when ``schema_id`` is given.
@@ -21,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 import fastavro
 
 from ...errors import SchemaError, SerializationError
-from ...schema import AVRO_NAMESPACE, AVRO_RECORD_NAME, Schema, SqlType, to_avro_schema
+from ...schema import (
+    AVRO_NAMESPACE,
+    AVRO_RECORD_NAME,
+    Schema,
+    SqlType,
+    avro_schema_text,
+    from_avro_schema,
+    to_avro_schema,
+)
 from .base import Format
 from .values import normalize
 
@@ -42,6 +53,10 @@ class AvroFormat(Format):
     b'\\x00\\x00\\x00\\x00\\x07\\x02T'
     >>> f.deserialize(b'\\x00\\x00\\x00\\x00\\x07\\x02T')
     {'id': 42}
+    >>> g = AvroFormat(None, writer_schema='{"type": "record", "name": "Order", '
+    ...     '"fields": [{"name": "id", "type": "long"}, {"name": "qty", "type": "float"}]}')
+    >>> str(g.schema), g.serialize({"id": 42, "qty": 1.5})
+    ('id BIGINT, qty DOUBLE', b'T\\x00\\x00\\xc0?')
     """
 
     name = "AVRO"
@@ -54,7 +69,17 @@ class AvroFormat(Format):
         schema_id: int | None = None,
         record_name: str = AVRO_RECORD_NAME,
         namespace: str = AVRO_NAMESPACE,
+        writer_schema: str | None = None,
     ):
+        given = None
+        if writer_schema is not None:
+            given = avro_schema_text(writer_schema) if isinstance(writer_schema, str) else None
+            if given is None:
+                raise SchemaError(f"writer_schema must be the JSON text of an Avro schema, got {writer_schema!r}")
+            derived = from_avro_schema(given)
+            if schema is not None and str(schema) != str(derived):
+                raise SchemaError(f"The columns {schema} are not those of the given Avro schema ({derived})")
+            schema = derived
         if schema is None:
             raise SchemaError(
                 "The AVRO format needs a schema (there is no Schema Registry to infer it from)"
@@ -66,7 +91,8 @@ class AvroFormat(Format):
         super().__init__(schema)
         self.confluent = confluent
         self.schema_id = schema_id
-        self.avro_schema = to_avro_schema(schema, name=record_name, namespace=namespace)
+        self.writer_schema = given  # the schema as given, or None when derived from the columns
+        self.avro_schema = given if given is not None else to_avro_schema(schema, name=record_name, namespace=namespace)
         self.avro_schema_json = json.dumps(self.avro_schema)
         try:
             self._parsed = fastavro.parse_schema(self.avro_schema)
@@ -161,16 +187,147 @@ class AvroFormat(Format):
             ]
             options["avroSchema"] = json.dumps(reader)
             decoded = from_avro(body, self.avro_schema_json, options)
-            return decoded.dropFields(_OK), header_bad | decoded.getField(_OK).isNull()
+            return self._as_columns(decoded.dropFields(_OK)), header_bad | decoded.getField(_OK).isNull()
         decoded = from_avro(body, self.avro_schema_json, options)
-        return decoded, header_bad | decoded.isNull()
+        return self._as_columns(decoded), header_bad | decoded.isNull()
+
+    def _as_columns(self, decoded: Column) -> Column:
+        """A given schema's values as the columns' types (float as DOUBLE, an enum as
+        STRING, fixed as BYTES, non-null fields nullable)."""
+        return decoded if self.writer_schema is None else decoded.cast(self.spark_type())
 
     def encode(self, col: Column | str) -> Column:
         from pyspark.sql import functions as F
         from pyspark.sql.avro.functions import to_avro
 
         c = F.col(col) if isinstance(col, str) else col
-        body = to_avro(c.cast(self.spark_type()), self.avro_schema_json)
+        typed = c.cast(self.spark_type())
+        missing = None
+        if self.writer_schema is not None:
+            typed, missing = _Conformer(self.writer_schema).conform(typed, self.writer_schema, "", top=True)
+        body = to_avro(typed, self.avro_schema_json)
         if self.confluent:
             body = F.concat(F.lit(self.header), body)
-        return F.when(c.isNotNull(), body)
+        if missing is None:
+            return F.when(c.isNotNull(), body)
+        failure = F.raise_error(F.concat(F.lit("cannot write Avro: the non-null field '"), missing, F.lit("' of the given Avro schema is null")))
+        return F.when(c.isNull(), F.lit(None)).when(missing.isNotNull(), failure).otherwise(body)
+
+
+_SPARK_LEAVES = {
+    "boolean": "boolean", "int": "int", "long": "bigint", "float": "float", "double": "double",
+    "string": "string", "bytes": "binary", "enum": "string", "fixed": "binary",
+}
+
+
+class _Conformer:
+    """A value of the columns' types made writable with a given Avro schema: each
+    field cast to the type Spark writes that Avro type from (DOUBLE to ``float``,
+    STRING to an ``enum``), and non-null where the schema's field is not a union with
+    null (Spark's ``to_avro`` refuses a nullable value there); beside it, the name of
+    the first non-null field that holds a null (a string Column, null when none)."""
+
+    def __init__(self, schema: Any):
+        self.named: dict[str, Any] = {}
+        self._collect(schema)
+
+    def _collect(self, t: Any) -> None:
+        if isinstance(t, list):
+            for branch in t:
+                self._collect(branch)
+        elif isinstance(t, dict):
+            if t.get("type") in ("record", "enum", "fixed") and isinstance(t.get("name"), str):
+                self.named[t["name"]] = t
+                if t.get("namespace"):
+                    self.named[f"{t['namespace']}.{t['name']}"] = t
+            for f in t.get("fields", []):
+                self._collect(f.get("type"))
+            for key in ("items", "values"):
+                if key in t:
+                    self._collect(t[key])
+
+    def _resolved(self, t: Any) -> Any:
+        while isinstance(t, str) and t in self.named:
+            t = self.named[t]
+        return t
+
+    def conform(self, c: Column, t: Any, path: str, *, top: bool = False) -> tuple[Column, Column | None]:
+        from pyspark.sql import functions as F
+
+        nullable = isinstance(t, list)
+        if nullable:
+            t = next(b for b in t if b != "null")
+        t = self._resolved(t)
+        kind = t.get("type") if isinstance(t, dict) else t
+        missing: Column | None = None
+        if kind == "record":
+            fields = t["fields"]
+            parts = [self.conform(c.getField(f["name"]), f["type"], f"{path}.{f['name']}" if path else f["name"]) for f in fields]
+            value = F.struct(*[v.alias(f["name"]) for (v, _), f in zip(parts, fields)])  # never null
+            inner = [m for _, m in parts if m is not None]
+            missing = F.coalesce(*inner) if inner else None
+            if top:
+                return value, missing
+            if nullable:
+                return F.when(c.isNotNull(), value), None if missing is None else F.when(c.isNotNull(), missing)
+            null_here = F.when(c.isNull(), F.lit(path))
+            return value, null_here if missing is None else F.coalesce(null_here, missing)
+        if kind in ("array", "map"):
+            inner_type = t["items"] if kind == "array" else t["values"]
+            inner_path = f"{path}[]" if kind == "array" else f"{path}{{}}"
+            members = c if kind == "array" else F.map_values(c)
+            if self.conform(F.lit(None), inner_type, inner_path)[1] is not None:
+                missing = F.when(
+                    F.exists(members, lambda e: self.conform(e, inner_type, inner_path)[1].isNotNull()),
+                    F.lit(inner_path),
+                )
+            if kind == "array":
+                value = F.transform(c, lambda e: self.conform(e, inner_type, inner_path)[0])
+            else:
+                value = F.transform_values(c, lambda _, v: self.conform(v, inner_type, inner_path)[0])
+        else:
+            value = c.cast(self._leaf(t))
+        if nullable or top:
+            return value, missing
+        null_here = F.when(c.isNull(), F.lit(path))
+        return F.coalesce(value, self.zero(t)), null_here if missing is None else F.coalesce(null_here, missing)
+
+    def _leaf(self, t: Any) -> str:
+        if isinstance(t, dict):
+            logical = t.get("logicalType")
+            if logical == "decimal":
+                return f"decimal({t['precision']},{t.get('scale', 0)})"
+            if logical == "date":
+                return "date"
+            if logical == "timestamp-millis":
+                return "timestamp"
+            return _SPARK_LEAVES.get(t["type"], "string") if isinstance(t["type"], str) else self._leaf(t["type"])
+        return _SPARK_LEAVES[t]
+
+    def zero(self, t: Any) -> Column:
+        """A non-null value of ``t``: what a non-null field holds beside a null, in a
+        row whose write fails anyway."""
+        from pyspark.sql import functions as F
+
+        if isinstance(t, list):
+            t = next(b for b in t if b != "null")
+        t = self._resolved(t)
+        kind = t.get("type") if isinstance(t, dict) else t
+        if kind == "record":
+            return F.struct(*[self.zero(f["type"]).alias(f["name"]) for f in t["fields"]])
+        if kind == "array":
+            return F.array_repeat(self.zero(t["items"]), 0)
+        if kind == "map":
+            return F.map_from_arrays(F.array_repeat(F.lit(""), 0), F.array_repeat(self.zero(t["values"]), 0))
+        if kind == "enum":
+            return F.lit(t["symbols"][0])
+        leaf = self._leaf(t)
+        if leaf in ("string",):
+            return F.lit("")
+        if leaf == "binary":
+            return F.lit(bytes(t.get("size", 0) if isinstance(t, dict) else 0))
+        if leaf == "boolean":
+            return F.lit(False)
+        if leaf in ("date", "timestamp"):
+            return F.lit(0).cast("timestamp").cast(leaf)
+        return F.lit(0).cast(leaf)
