@@ -4,6 +4,8 @@ each grouped table (keys, values, timestamps). A table emits no repeat of its la
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from tablestream.testing.driver import TestDriver, TestRecord
@@ -129,3 +131,27 @@ def test_new_and_old_aggregates_in_one_select_with_having(spark):
             R("ada", {"N": 3, "LOW": 3, "LAST_ITEM": "jam", "KINDS": 2}, 300),
             R("ada", {"N": 4, "LOW": 2, "LAST_ITEM": "jam", "KINDS": 2}, 500),
         ]
+
+
+def test_min_and_max_of_decimals_order_by_value(spark):
+    """MIN and MAX of a DECIMAL keep its type and order by value: a negative number,
+    and more digits than a string order would put right."""
+    statements = [
+        "CREATE STREAM prices (id STRING KEY, shop STRING, price DECIMAL(6,2)) "
+        "WITH (kafka_topic='prices', value_format='json', partitions=1);",
+        "CREATE TABLE bounds AS SELECT shop, MIN(price) AS low, MAX(price) AS high FROM prices GROUP BY shop;",
+    ]
+    with TestDriver.from_sql(statements, spark=spark) as driver:
+        prices = driver.create_input_topic("prices")
+        prices.pipe_input("a", {"SHOP": "s", "PRICE": "9.50"}, timestamp=1)
+        prices.pipe_input("b", {"SHOP": "s", "PRICE": "10.25"}, timestamp=2)
+        prices.pipe_input("c", {"SHOP": "s", "PRICE": "-0.75"}, timestamp=3)
+        prices.pipe_input("d", {"SHOP": "s", "PRICE": None}, timestamp=4)
+        prices.pipe_input("e", {"SHOP": "t", "PRICE": "-10.25"}, timestamp=5)
+        records = driver.sql_output("BOUNDS").read_records()
+    assert [(r.key, r.value, r.timestamp) for r in records] == [
+        ("s", {"LOW": Decimal("9.50"), "HIGH": Decimal("9.50")}, 1),
+        ("s", {"LOW": Decimal("9.50"), "HIGH": Decimal("10.25")}, 2),
+        ("s", {"LOW": Decimal("-0.75"), "HIGH": Decimal("10.25")}, 3),
+        ("t", {"LOW": Decimal("-10.25"), "HIGH": Decimal("-10.25")}, 5),
+    ]

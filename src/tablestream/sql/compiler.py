@@ -1516,7 +1516,7 @@ class SqlCompiler:
             if name == "COUNT_DISTINCT":
                 return "count_distinct", typed.spark, BIGINT, {}
             return name.lower(), typed.spark, ArrayType(t), {"limit": self._collect_limit(name)}
-        if str(t) not in _ORDERED:
+        if str(t) not in _ORDERED and not isinstance(t, DecimalType):
             raise self.error(call, f"Function '{name}' does not accept parameters ({ksql_text(t)})")
         return name.lower(), typed.spark, t, {}
 
@@ -1656,7 +1656,7 @@ class SqlCompiler:
         return result
 
 
-# The types MIN and MAX take.
+# The types MIN and MAX take (and DECIMAL).
 _ORDERED = ("INT", "BIGINT", "DOUBLE", "STRING", "BOOLEAN", "DATE", "TIMESTAMP")
 # Aggregates that have a row for every group with rows (a group of nulls included).
 _MEMBER_KINDS = ("count", "sum", "collect_list", "collect_set", "count_distinct")

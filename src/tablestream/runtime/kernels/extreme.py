@@ -15,7 +15,8 @@ SCHEMA = pa.schema([("gkb", pa.binary()), ("old_vb", pa.binary()), ("new_vb", pa
 def order_bytes(values: pa.Array) -> list[bytes | None]:
     """Bytes whose lexicographic order is the values' order and that end unambiguously
     (so a longer key cannot sort inside a shorter one's range): integers big-endian
-    with the sign bit flipped, doubles by the IEEE total-order trick, strings and
+    with the sign bit flipped (decimals as their unscaled 128-bit integers), doubles by
+    the IEEE total-order trick, strings and
     binaries with 0x00 escaped as 0x00 0xFF and terminated by 0x00 0x00."""
     typ = values.type
     out: list[bytes | None] = []
@@ -37,6 +38,14 @@ def order_bytes(values: pa.Array) -> list[bytes | None]:
                 continue
             raw = v.encode() if isinstance(v, str) else v
             out.append(raw.replace(b"\x00", b"\x00\xff") + b"\x00\x00")
+    elif pa.types.is_decimal(typ):
+        # One column has one scale: the unscaled integers (below 10^38 < 2^127) order it.
+        for v in values.to_pylist():
+            if v is None:
+                out.append(None)
+                continue
+            unscaled = int(v.scaleb(typ.scale))
+            out.append(((unscaled + (1 << 127)) & ((1 << 128) - 1)).to_bytes(16, "big"))
     elif pa.types.is_boolean(typ) or pa.types.is_date(typ) or pa.types.is_timestamp(typ):
         return order_bytes(values.cast(pa.int64()))
     else:

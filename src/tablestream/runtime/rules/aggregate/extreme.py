@@ -10,6 +10,7 @@ from pyspark.sql.types import (
     BooleanType,
     DataType,
     DateType,
+    DecimalType,
     DoubleType,
     FloatType,
     IntegerType,
@@ -26,7 +27,7 @@ from .group_by import ColumnAggregateRule
 from .numeric import AggregateTypeError
 
 _ORDERED_TYPES = (
-    LongType, IntegerType, ShortType, DoubleType, FloatType, StringType, BooleanType, DateType, TimestampType,
+    LongType, IntegerType, ShortType, DoubleType, FloatType, DecimalType, StringType, BooleanType, DateType, TimestampType,
 )
 
 
