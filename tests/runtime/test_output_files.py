@@ -39,11 +39,15 @@ def _topology():
     return builder.build()
 
 
-def _app(home, spark, app_id="shop"):
+def _app(home, spark, app_id="shop", *, executors=True):
+    """An application whose executors write its outputs, as on a cluster (in local mode
+    the driver writes them by default)."""
     store = EmbeddedStore(home)
     store.create_topic(TopicConfig("orders", partitions=2))
     store.create_topic(TopicConfig("users", partitions=1))
-    return store, Application(_topology(), app_id, store=store, spark=spark, partitions=3)
+    return store, Application(
+        _topology(), app_id, store=store, spark=spark, partitions=3, write_on_executors=executors
+    )
 
 
 def _produce(store, number):
@@ -111,11 +115,13 @@ def test_outputs_written_by_the_executors_are_those_the_driver_wrote(tmp_path, s
     _run_both(store, app, spark, [0, 1])
     written = _outputs(store, app)
 
-    # The driver's path: every output collected as rows and appended on the driver.
-    monkeypatch.setattr(app_module._ApplicationSink, "executor_writes", lambda self, batch_id: None)
-    store_d, app_d = _app(tmp_path / "driver", spark)
+    # The driver's path (local mode's default): every output collected as rows and
+    # appended on the driver.
+    store_d, app_d = _app(tmp_path / "driver", spark, executors=None)
+    assert (app.write_on_executors, app_d.write_on_executors) == (True, False)
     _run_both(store_d, app_d, spark, [0, 1])
     assert written == _outputs(store_d, app_d)
+    assert all(batch.topic_files == {} and batch.table_files == {} for batch in collected[2:])
 
     # The driver received summaries only: no record or change as rows.
     first, second = collected[:2]

@@ -114,6 +114,14 @@ class Application:
     >>> app = Application(topology, "revenue", home="s3a://bucket/ts",           # doctest: +SKIP
     ...                   storage_options={"AWS_REGION": "eu-west-1"})
 
+    ``write_on_executors``: the batch's materialized tables and embedded output topics
+    are written by the Spark tasks that hold their rows, the driver receiving only the
+    files' summaries (``True``), or collected and written by the driver (``False``).
+    By default the executors write on a cluster and the driver in local mode, where
+    every task shares the driver's host and the extra shuffle and Python stage of the
+    executors' writes cost more than they save (a 10,000-change batch: 0.89 s against
+    1.14 s).
+
     ``progress``: called
     after each batch with its :class:`BatchProgress` (batch id,
     input records, time, lag); :func:`tablestream.progress.batch_lines` prints them on
@@ -149,8 +157,9 @@ class Application:
         progress: Callable[[BatchProgress], None] | None = None,
         local_state_dir: str | os.PathLike[str] | None = None,
         storage_options: Mapping[str, str] | None = None,
+        write_on_executors: bool | None = None,
     ):
-        from ..spark import get_spark
+        from ..spark import get_spark, session_runs_locally
 
         self.topology = topology
         self.application_id = application_id
@@ -178,6 +187,11 @@ class Application:
         self.max_records_per_batch = max_records_per_batch
         self.compact_tables_every = compact_tables_every
         self.progress = progress
+        if write_on_executors is not None and not isinstance(write_on_executors, bool):
+            raise ApplicationError(f"write_on_executors must be True, False or None (chosen), got {write_on_executors!r}")
+        self.write_on_executors = (
+            not session_runs_locally(self.spark) if write_on_executors is None else write_on_executors
+        )
         self._read_to = self._recorded_positions()
         self._query = None
         self._instance = InstanceLock(self.paths, alive=lambda: self._query is None or self._query.isActive)
@@ -503,8 +517,9 @@ class _ApplicationSink:
     """A batch's outputs into the application's topic store and materialized tables,
     every write idempotent per batch id; tables compacted every
     ``compact_tables_every`` batches. Materialized tables and embedded output topics
-    are written by the executors (:meth:`executor_writes`; each embedded output topic's
-    lock held from reading its end offsets to its commit); the processing log and, on
+    are written by the executors when the application says so (:meth:`executor_writes`;
+    each embedded output topic's lock held from reading its end offsets to its commit),
+    else by the driver; the processing log and, on
     Kafka, records for topics come to the driver. On Kafka, records for topics are
     staged and written at :meth:`commit`, in one transaction with the batch's commit
     marker."""
@@ -520,9 +535,11 @@ class _ApplicationSink:
         self._appends: dict[str, FileAppend] = {}
         self._tables: dict[str, TableFiles] = {}
 
-    def executor_writes(self, batch_id: int) -> ExecutorWrites:
+    def executor_writes(self, batch_id: int) -> ExecutorWrites | None:
         self._held.close()
         self._appends, self._tables = {}, {}
+        if not self.app.write_on_executors:
+            return None
         if self.writer is None:
             topics = sorted({sink.topic for sink in self.app.topology.sinks})  # locks in one order
             for topic in topics:
