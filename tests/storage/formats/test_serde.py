@@ -546,7 +546,7 @@ def test_get_format():
         ),
         (
             lambda: get_format("AVRO", "a INT", confluence=True),
-            "Unknown option 'confluence' for the AVRO format (it takes confluent, schema_id, record_name, namespace)",
+            "Unknown option 'confluence' for the AVRO format (it takes confluent, schema_id, record_name, namespace, writer_schema)",
         ),
         (
             lambda: get_format("JSON", "a FOO"),
