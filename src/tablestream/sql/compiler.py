@@ -79,28 +79,24 @@ _KAFKA_KEY_TYPES = ("INT", "BIGINT", "DOUBLE", "STRING", "BYTES")
 # SET 'tablestream.auto.repartition'='true': joins repartition instead of refusing
 # sources whose partition counts differ.
 AUTO_REPARTITION = "tablestream.auto.repartition"
+_JOIN_TYPES = {"INNER": "[INNER] JOIN", "LEFT": "LEFT [OUTER] JOIN", "RIGHT": "RIGHT [OUTER] JOIN", "FULL": "[FULL] OUTER JOIN"}
+
+
 def _upper_case_fields(schema: Any) -> Any:
     """An Avro schema with its records' field names upper-cased (enum symbols, map keys
     and type names kept)."""
     if isinstance(schema, list):
-        return [_upper_case_fields(b) for b in schema]
+        return [_upper_case_fields(branch) for branch in schema]
     if not isinstance(schema, dict):
         return schema
-    out = dict(schema)
+    out = {k: _upper_case_fields(v) if k in ("type", "items", "values") else v for k, v in schema.items()}
     if schema.get("type") == "record" and isinstance(schema.get("fields"), list):
         out["fields"] = [
-            {**f, "name": f["name"].upper(), "type": _upper_case_fields(f.get("type"))} if isinstance(f, dict) and isinstance(f.get("name"), str) else f
+            {**f, "name": f["name"].upper(), "type": _upper_case_fields(f.get("type"))}
+            if isinstance(f, dict) and isinstance(f.get("name"), str) else f
             for f in schema["fields"]
         ]
-    for key in ("items", "values"):
-        if key in schema:
-            out[key] = _upper_case_fields(schema[key])
-    if isinstance(schema.get("type"), (dict, list)):
-        out["type"] = _upper_case_fields(schema["type"])
     return out
-
-
-_JOIN_TYPES = {"INNER": "[INNER] JOIN", "LEFT": "LEFT [OUTER] JOIN", "RIGHT": "RIGHT [OUTER] JOIN", "FULL": "[FULL] OUTER JOIN"}
 
 
 @dataclass(frozen=True)
@@ -315,6 +311,9 @@ class SqlCompiler:
         avro_schema = self._given_avro_schema(props, value_columns, s.position)
         if avro_schema is not None:
             value_columns, wrapped_avro = avro_schema[1], avro_schema[2]
+            clash = [c.name for c in key_columns if any(v.name == c.name for v in value_columns)]
+            if clash:
+                raise self.error(s.position, f"Duplicate column names: {clash[0]} is a key column and a field of the Avro schema")
             if "WRAP_SINGLE_VALUE" in props:
                 raise self.error(props["WRAP_SINGLE_VALUE"][1], "WRAP_SINGLE_VALUE is not used with VALUE_AVRO_SCHEMA: a record schema gives columns, any other schema the single column ROWVAL")
         elif not s.elements:
@@ -329,9 +328,6 @@ class SqlCompiler:
         self._check_key_format(key_format, key_columns, s.position)
         partitions = self._partitions(props, topic, s.position, required=True)
         columns = {c.name: c for c in (*key_columns, *value_columns)}
-        clash = [c.name for c in key_columns if any(v.name == c.name for v in value_columns)]
-        if clash:
-            raise self.error(s.position, f"Duplicate column names: {clash[0]} is a key column and a field of the Avro schema")
         extractor = self._timestamp_extractor(
             props, columns, record_layout(name, tuple(key_columns), tuple(value_columns), wrapped)
         ) or (None, None)
