@@ -5,9 +5,9 @@ The Avro schema is derived from the ksqlDB column list as ksqlDB does
 the JSON of an Avro schema, whose columns are then derived from it by
 :func:`tablestream.schema.from_avro_schema`); Spark reads and writes it with
 ``from_avro``/``to_avro``, Python with fastavro. A given schema's non-null fields are
-written only with a value: a null there fails the write naming the field. ``confluent=True`` is the wire format
-of Confluent's serializers: a 5-byte header (magic byte 0, then the schema id as a
-4-byte big-endian integer) before the Avro body. Writing needs ``schema_id``;
+written only with a value: a null there fails the write naming the field.
+``confluent=True`` is the wire format of Confluent's serializers: a 5-byte header
+(magic byte 0, then the schema id as a 4-byte big-endian integer) before the Avro body. Writing needs ``schema_id``;
 reading checks the magic byte, and the id when ``schema_id`` is given.
 
 Bytes after a complete record are ignored, as Spark's ``from_avro`` and Confluent's
