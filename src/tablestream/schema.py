@@ -361,7 +361,7 @@ def avro_schema_text(text: str) -> Any | None:
     True
     """
     stripped = text.strip()
-    if not stripped[:1] in ('{', '[', '"'):
+    if stripped[:1] not in ('{', '[', '"'):
         return None
     try:
         return json.loads(stripped)

@@ -31,7 +31,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -218,7 +218,7 @@ class EmbeddedStore:
         with self._reading_log(name):
             table = self._open_log(name)
             end = _end_offsets(table, config)
-            files = pa.table(table.get_add_actions(flatten=True))
+            files = _add_actions(table)
         counts = dict.fromkeys(range(config.partitions), 0)
         starts = dict(end)
         if files.num_rows:
@@ -432,20 +432,34 @@ class EmbeddedStore:
             reader = reader.option("maxRecordsPerBatch", str(max_records_per_batch))
         return reader.load()
 
+    def read_between(self, spark, start: Mapping[str, Mapping[int, int]], end: Mapping[str, Mapping[int, int]]):
+        """The records between two positions of :meth:`read_stream`'s query (per topic
+        and partition, the first offset and the one after the last; a partition
+        ``start`` lacks begins at its first record), read by Spark's Parquet reader:
+        what the query's micro-batch between them holds, read in the JVM (see
+        :func:`tablestream.storage.embedded_source.read_between`).
+
+        >>> store.read_between(spark, {"orders": {"0": 120}}, {"orders": {"0": 180, "1": 40}})  # doctest: +SKIP
+        DataFrame[key: binary, value: binary, topic: string, partition: int, offset: bigint, timestamp: bigint, headers: array<struct<key:string,value:binary>>]
+        """
+        from .embedded_source import read_between
+
+        return read_between(spark, self, start, end)
+
     def data_files(self, name: str) -> pa.Table:
         """The topic's current data files: Delta's add actions, flattened (``path``
         relative to :meth:`log_path`, ``partition.partition``, ``num_records``,
         ``min.offset``, ``max.offset``, ...)."""
         self.topic_config(name)
         with self._reading_log(name):
-            return pa.table(self._open_log(name).get_add_actions(flatten=True))
+            return _add_actions(self._open_log(name))
 
     def read_batch(self, spark, topics: Sequence[str]):
         """The topics' current records as a Spark DataFrame with the stream's columns."""
         for topic in topics:
             self.check_topic(topic)
         return _union(
-            _normalized_columns(spark.read.format("delta").load(str(self.log_path(t))), t) for t in topics
+            normalized_columns(spark.read.format("delta").load(str(self.log_path(t))), t) for t in topics
         )
 
     # -------------------------------------------------------------------- cleanup
@@ -537,6 +551,13 @@ def _commit_properties(end: dict[int, int], txn: tuple[str, int] | None) -> Comm
         custom_metadata={"userMetadata": _offsets_metadata(end)},
         app_transactions=[Transaction(app_id=txn[0], version=txn[1])] if txn else None,
     )
+
+
+def _add_actions(table: DeltaTable) -> pa.Table:
+    """The log's add actions, flattened, read through the Arrow stream interface
+    (``pa.table`` of them would import pandas first, a third of a second in the fresh
+    Python process that plans a streaming source's batches)."""
+    return pa.RecordBatchReader.from_stream(table.get_add_actions(flatten=True)).read_all()
 
 
 def _end_offsets(table: DeltaTable, config: TopicConfig) -> dict[int, int]:
@@ -648,7 +669,8 @@ def _records(table: pa.Table) -> list[Record]:
     ]
 
 
-def _normalized_columns(frame, topic: str):
+def normalized_columns(frame, topic: str):
+    """A topic's log rows (a Spark DataFrame) in the stream's columns."""
     from pyspark.sql import functions as F
 
     return frame.select(

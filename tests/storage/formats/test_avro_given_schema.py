@@ -159,7 +159,7 @@ def test_spark_fails_the_write_of_a_null_in_a_non_null_field_naming_it(spark, ch
     fmt = get_format("AVRO", ORDER_TEXT)
     frame = spark.createDataFrame([(_written_by_fastavro(RECORD),)], "raw BINARY")
     value = frame.select(fmt.decode("raw")[0].alias("v")).selectExpr(
-        f"v.*", f"{change} AS c"
+        "v.*", f"{change} AS c"
     ).selectExpr("c.*", *[f"`{n}`" for n in fmt.schema.names if n != change.split("'")[1]])
     row = value.select(F.struct(*[F.col(n) for n in fmt.schema.names]).alias("v"))
     with pytest.raises(Exception) as failed:

@@ -263,7 +263,7 @@ class _Conformer:
         if kind == "record":
             fields = t["fields"]
             parts = [self.conform(c.getField(f["name"]), f["type"], f"{path}.{f['name']}" if path else f["name"]) for f in fields]
-            value = F.struct(*[v.alias(f["name"]) for (v, _), f in zip(parts, fields)])  # never null
+            value = F.struct(*[v.alias(f["name"]) for (v, _), f in zip(parts, fields, strict=True)])  # never null
             inner = [m for _, m in parts if m is not None]
             missing = F.coalesce(*inner) if inner else None
             if top:
