@@ -4,10 +4,12 @@ each grouped table (keys, values, timestamps). A table emits no repeat of its la
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
 
+from tablestream.sql.errors import SqlError
 from tablestream.testing.driver import TestDriver, TestRecord
 
 pytestmark = pytest.mark.spark
@@ -155,3 +157,59 @@ def test_min_and_max_of_decimals_order_by_value(spark):
         ("s", {"LOW": Decimal("-0.75"), "HIGH": Decimal("10.25")}, 3),
         ("t", {"LOW": Decimal("-10.25"), "HIGH": Decimal("-10.25")}, 5),
     ]
+
+
+def test_sum_of_decimals_is_exact_and_keeps_the_type(spark):
+    """SUM of a DECIMAL(p, s) is a DECIMAL(p, s), exact (0.10 + 0.20 is 0.30, and digits
+    beyond a double's), also as a table's rows change and retract."""
+    statements = [
+        "CREATE STREAM pays (id STRING KEY, shop STRING, amount DECIMAL(20,2)) "
+        "WITH (kafka_topic='pays', value_format='json', partitions=1);",
+        "CREATE TABLE totals AS SELECT shop, SUM(amount) AS total, COUNT(*) AS n FROM pays GROUP BY shop;",
+        "CREATE TABLE accounts (id STRING PRIMARY KEY, shop STRING, balance DECIMAL(20,2)) "
+        "WITH (kafka_topic='accounts', value_format='json', partitions=1);",
+        "CREATE TABLE balances AS SELECT shop, SUM(balance) AS total FROM accounts GROUP BY shop;",
+    ]
+    with TestDriver.from_sql(statements, spark=spark) as driver:
+        pays = driver.create_input_topic("pays")
+        pays.pipe_input("a", {"SHOP": "s", "AMOUNT": "0.10"}, timestamp=1)
+        pays.pipe_input("b", {"SHOP": "s", "AMOUNT": "0.20"}, timestamp=2)
+        pays.pipe_input("c", {"SHOP": "s", "AMOUNT": "123456789012345678.01"}, timestamp=3)
+        pays.pipe_input("d", {"SHOP": "s", "AMOUNT": None}, timestamp=4)
+        accounts = driver.create_input_topic("accounts")
+        accounts.pipe_input("x", {"SHOP": "s", "BALANCE": "99999999999999999.99"}, timestamp=5)
+        accounts.pipe_input("y", {"SHOP": "s", "BALANCE": "0.01"}, timestamp=6)
+        accounts.pipe_input("x", {"SHOP": "t", "BALANCE": "-1.50"}, timestamp=7)
+        totals = driver.sql_output("TOTALS").read_records()
+        balances = driver.sql_output("BALANCES").read_records()
+    assert [(r.key, r.value, r.timestamp) for r in totals] == [
+        ("s", {"TOTAL": Decimal("0.10"), "N": 1}, 1),
+        ("s", {"TOTAL": Decimal("0.30"), "N": 2}, 2),
+        ("s", {"TOTAL": Decimal("123456789012345678.31"), "N": 3}, 3),
+        ("s", {"TOTAL": Decimal("123456789012345678.31"), "N": 4}, 4),
+    ]
+    assert [(r.key, r.value, r.timestamp) for r in balances] == [
+        ("s", {"TOTAL": Decimal("99999999999999999.99")}, 5),
+        ("s", {"TOTAL": Decimal("100000000000000000.00")}, 6),
+        ("s", {"TOTAL": Decimal("0.01")}, 7),
+        ("t", {"TOTAL": Decimal("-1.50")}, 7),
+    ]
+
+
+def test_a_sum_of_decimals_beyond_its_precision_fails_with_ksqldbs_error(spark):
+    """A SUM of DECIMAL(4, 2) reaching 100 fails as ksqlDB's does (not a null, not a
+    rounded number); AVG takes no DECIMAL, as in ksqlDB."""
+    statements = [
+        "CREATE STREAM pays (id STRING KEY, shop STRING, amount DECIMAL(4,2)) "
+        "WITH (kafka_topic='pays', value_format='json', partitions=1);",
+        "CREATE TABLE totals AS SELECT shop, SUM(amount) AS total FROM pays GROUP BY shop;",
+    ]
+    with TestDriver.from_sql(statements, spark=spark) as driver:
+        pays = driver.create_input_topic("pays")
+        pays.pipe_input("a", {"SHOP": "s", "AMOUNT": "60.00"}, timestamp=1)
+        with pytest.raises(Exception, match=re.escape(
+            "Numeric field overflow: A field with precision 4 and scale 2 must round to an absolute value less than 10^2. Got 110.00"
+        )):
+            pays.pipe_input("b", {"SHOP": "s", "AMOUNT": "50.00"}, timestamp=2)
+    with pytest.raises(SqlError, match=re.escape("Function 'AVG' does not accept parameters (DECIMAL(4, 2))")):
+        TestDriver.from_sql([statements[0], "CREATE TABLE means AS SELECT shop, AVG(amount) AS m FROM pays GROUP BY shop;"], spark=spark)

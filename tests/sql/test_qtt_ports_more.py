@@ -14,7 +14,12 @@ in one line, and the expected records are ksqlDB's with those records left out.
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal
+
 import pytest
+
+from tablestream.testing.driver import TestDriver
 
 from .test_qtt_ports import Port, check
 
@@ -661,6 +666,48 @@ PORTS = [
             ('S2', 0, {'SUM': 105.5}, None),
             ('S2', 100, {'SUM': 500.9}, None),
             ('S2', 100, {'SUM': 801.7}, None),
+        ],
+    ),
+    Port(
+        'sum',
+        'sum decimal',
+        [
+            "CREATE STREAM TEST (ID BIGINT KEY, VALUE decimal(4,1)) WITH (kafka_topic='test_topic', value_format='AVRO');",
+            'CREATE TABLE S2 as SELECT ID, sum(value) AS SUM FROM test group by id;',
+        ],
+        inputs=[
+            ('test_topic', 0, {'VALUE': Decimal('5.4')}, 0),
+            ('test_topic', 0, {'VALUE': Decimal('100.1')}, 0),
+            ('test_topic', 100, {'VALUE': Decimal('500.9')}, 0),
+            ('test_topic', 100, {'VALUE': Decimal('300.8')}, 0),
+        ],
+        outputs=[
+            ('S2', 0, {'SUM': Decimal('5.4')}, None),
+            ('S2', 0, {'SUM': Decimal('105.5')}, None),
+            ('S2', 100, {'SUM': Decimal('500.9')}, None),
+            ('S2', 100, {'SUM': Decimal('801.7')}, None),
+        ],
+    ),
+    Port(
+        'sum',
+        'sum decimal should not overflow with cast to higher precision',
+        [
+            "CREATE STREAM TEST (ID BIGINT KEY, VALUE decimal(4,1)) WITH (kafka_topic='test_topic', value_format='AVRO');",
+            'CREATE TABLE S2 as SELECT ID, sum(CAST(value AS DECIMAL(6,2))) AS SUM FROM test group by id;',
+        ],
+        inputs=[
+            ('test_topic', 0, {'VALUE': Decimal('5.4')}, 0),
+            ('test_topic', 0, {'VALUE': Decimal('100.1')}, 0),
+            ('test_topic', 100, {'VALUE': Decimal('500.9')}, 0),
+            ('test_topic', 100, {'VALUE': Decimal('300.8')}, 0),
+            ('test_topic', 100, {'VALUE': Decimal('400.8')}, 0),
+        ],
+        outputs=[
+            ('S2', 0, {'SUM': Decimal('5.40')}, None),
+            ('S2', 0, {'SUM': Decimal('105.50')}, None),
+            ('S2', 100, {'SUM': Decimal('500.90')}, None),
+            ('S2', 100, {'SUM': Decimal('801.70')}, None),
+            ('S2', 100, {'SUM': Decimal('1202.50')}, None),
         ],
     ),
     Port(
@@ -1459,3 +1506,43 @@ PORTS = [
 @pytest.mark.parametrize("port", PORTS, ids=str)
 def test_ported_case(spark, port: Port):
     check(spark, port)
+
+
+# ksqlDB's cases that end in an error: the records before it, then the error (ksqlDB's
+# query fails with a StreamsException caused by a KsqlFunctionException).
+OVERFLOWS = [
+    (
+        "sum decimal with overflow",
+        "sum(value)",
+        ["5.4", "100.1", "500.9", "300.8", "400.8"],
+        [(0, "5.4"), (0, "105.5"), (100, "500.9"), (100, "801.7")],
+        "Numeric field overflow: A field with precision 4 and scale 1 must round to an absolute value less than 10^3. Got 1202.5",
+    ),
+    (
+        "sum decimal should overflow with cast to lower precision",
+        "sum(CAST(value as DECIMAL(3,1)))",
+        ["5.4", "10.1", "50.9", "50.8"],
+        [(0, "5.4"), (0, "15.5"), (100, "50.9")],
+        "Numeric field overflow: A field with precision 3 and scale 1 must round to an absolute value less than 10^2. Got 101.7",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "call", "values", "before", "error"), OVERFLOWS, ids=[o[0] for o in OVERFLOWS])
+def test_ported_overflow(spark, name, call, values, before, error):
+    """sum.json: a SUM of decimals that leaves its precision fails the query."""
+    statements = [
+        "CREATE STREAM TEST (ID BIGINT KEY, VALUE decimal(4,1)) WITH (kafka_topic='test_topic', value_format='AVRO');",
+        f"CREATE TABLE S2 as SELECT ID, {call} AS SUM FROM test group by id;",
+    ]
+    keys = [0, 0, 100, 100, 100]
+    with TestDriver.from_sql(statements, spark=spark) as driver:
+        topic = driver.create_input_topic("test_topic")
+        output = driver.create_output_topic("S2")
+        got = []
+        for key, value in zip(keys[: len(values) - 1], values, strict=False):
+            topic.pipe_input(key, {"VALUE": Decimal(value)}, 0)
+            got += [(r.key, r.value["SUM"]) for r in output.read_records()]
+        assert got == [(k, Decimal(v)) for k, v in before]
+        with pytest.raises(Exception, match=re.escape(error)):
+            topic.pipe_input(keys[len(values) - 1], {"VALUE": Decimal(values[-1])}, 0)

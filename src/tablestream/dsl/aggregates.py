@@ -49,8 +49,9 @@ def count(column: Any = None) -> Aggregation:
 
 def sum(column: Any) -> Aggregation:  # noqa: A001 - pyspark's name
     """ksqlDB's ``SUM(column)`` per group: nulls skipped, 0 for a group of nulls; a
-    ``BIGINT``, ``INT`` or ``SMALLINT`` column sums to a ``BIGINT``, a ``DOUBLE``,
-    ``FLOAT`` or ``DECIMAL`` one to a ``DOUBLE``.
+    ``BIGINT``, ``INT`` or ``SMALLINT`` column sums to a ``BIGINT``, a ``DOUBLE`` or
+    ``FLOAT`` one to a ``DOUBLE``, a ``DECIMAL(p, s)`` one exactly to a
+    ``DECIMAL(38, s)`` (a total beyond it fails the batch, naming the group).
 
     >>> sum("amount * 2")
     sum('amount * 2')

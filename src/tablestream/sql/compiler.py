@@ -1372,6 +1372,10 @@ class SqlCompiler:
         wrapped = len(specs) + (0 if members else 1) > 1
         names = [n if n is not None else (ksql_name(g[0].this) if isinstance(g[0], exp.Column) else f"KSQL_COL_{i}") for i, (n, g) in enumerate(zip(key_names, groups, strict=True))]
         agg_reads = [Typed(Base("value").field(f"A{i}") if wrapped else own("value"), spec[2]) for i, spec in enumerate(specs)]
+        agg_reads = [
+            Typed(_decimal_sum(read.spark, read.type), read.type) if spec[0] == "sum" and isinstance(read.type, DecimalType) else read
+            for read, spec in zip(agg_reads, specs, strict=True)
+        ]
         group_reads = [
             Typed(own("key") if len(groups) == 1 else exp.Bracket(this=own("key"), expressions=[exp.Literal.string(n)]), g[1].type)
             for n, g in zip(names, groups, strict=True)
@@ -1502,8 +1506,8 @@ class SqlCompiler:
         if t is None:
             raise self.error(call, "Can't infer a type of null. Please explicitly cast it to a required type, e.g. CAST(null AS VARCHAR)")
         if name in ("SUM", "AVG"):
-            if isinstance(t, DecimalType):
-                raise self.error(call, f"{name} of DECIMAL values is not supported yet (the runtime sums them as DOUBLE); CAST the argument to DOUBLE")
+            if name == "SUM" and isinstance(t, DecimalType):
+                return "sum", typed.spark, t, {}  # exact, read back through _decimal_sum
             if t not in (INT, BIGINT, DOUBLE):
                 raise self.error(call, f"Function '{name}' does not accept parameters ({ksql_text(t)})")
             return name.lower(), typed.spark, (DOUBLE if name == "AVG" else t), {}
@@ -1730,6 +1734,26 @@ def _single_key(rel: Rel) -> Field | None:
 
 def _column_node(f: Field) -> exp.Column:
     return exp.Column(this=exp.to_identifier(f.name, quoted=True), table=exp.to_identifier(f.source, quoted=True))
+
+
+def _decimal_sum(total: exp.Expr, t: DecimalType) -> exp.Expr:
+    """A SUM of ``DECIMAL(p, s)`` values as ksqlDB gives it: a ``DECIMAL(p, s)``, and a
+    total of ``p - s`` integer digits or more an error with ksqlDB's text (the runtime's
+    total is exact, a ``DECIMAL(38, s)``; a CAST alone would make it null)."""
+    digits = t.precision - t.scale
+    narrowed = exp.Cast(this=total.copy(), to=exp.DataType.build(t.spark_ddl(), dialect="spark"))
+    if digits >= 38:
+        return narrowed  # the runtime's own bound
+    limit = exp.Cast(this=exp.Literal.string(str(10**digits)), to=exp.DataType.build("DECIMAL(38, 0)", dialect="spark"))
+    message = exp.Anonymous(this="CONCAT", expressions=[
+        exp.Literal.string(
+            f"Numeric field overflow: A field with precision {t.precision} and scale {t.scale} "
+            f"must round to an absolute value less than 10^{digits}. Got "
+        ),
+        exp.Cast(this=total.copy(), to=exp.DataType.build("STRING")),
+    ])
+    overflow = exp.GTE(this=exp.Anonymous(this="ABS", expressions=[total.copy()]), expression=limit)
+    return exp.Case(ifs=[exp.If(this=overflow, true=exp.Anonymous(this="RAISE_ERROR", expressions=[message]))], default=narrowed)
 
 
 def _canonical(node: exp.Expr, scope: Scope) -> str:

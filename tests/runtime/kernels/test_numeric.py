@@ -5,6 +5,7 @@ one state."""
 from __future__ import annotations
 
 import struct
+from decimal import Decimal
 
 import pyarrow as pa
 import pytest
@@ -16,23 +17,26 @@ from .rows import cb, rows_table
 A, B, C = cb("a"), cb("b"), cb("c")
 
 
-def _run_columns(stores, batch_id: int, rows: list[tuple], floating: tuple[bool, ...]) -> list[dict]:
-    """``rows``: (group, sign, (value of each column), ts)."""
+I, D = pa.int64(), pa.float64()
+
+
+def _run_columns(stores, batch_id: int, rows: list[tuple], totals: tuple[pa.DataType, ...]) -> list[dict]:
+    """``rows``: (group, sign, (value of each column), ts); ``totals``: each column's."""
     fields = [("gkb", pa.binary()), ("sign", pa.int32())]
-    fields += [(f"v{i}", pa.float64() if fl else pa.int64()) for i, fl in enumerate(floating)]
+    fields += [(f"v{i}", t) for i, t in enumerate(totals)]
     table = rows_table(
         fields,
         [{"gkb": g, "sign": s, **{f"v{i}": v for i, v in enumerate(vs)}, "ts": ts} for g, s, vs, ts in rows],
         order=False,
     )
-    out = stores.run(aggregate_deltas, table, ("agg",), batch_id, floating=floating)
-    assert out.schema.equals(schema(floating))
+    out = stores.run(aggregate_deltas, table, ("agg",), batch_id, totals=totals)
+    assert out.schema.equals(schema(totals))
     return sorted(out.to_pylist(), key=lambda r: r["gkb"])
 
 
-def _run(stores, batch_id: int, rows: list[tuple], *, floating: bool = False) -> list[dict]:
+def _run(stores, batch_id: int, rows: list[tuple], *, total: pa.DataType = I) -> list[dict]:
     """One column; ``rows``: (group, sign, value, ts)."""
-    out = _run_columns(stores, batch_id, [(g, s, (v,), ts) for g, s, v, ts in rows], (floating,))
+    out = _run_columns(stores, batch_id, [(g, s, (v,), ts) for g, s, v, ts in rows], (total,))
     return [
         {"gkb": r["gkb"], "ts": r["ts"], **{
             f"{side}_{name}": r[f"{side}_{name}" + ("" if name == "members" else "0")]
@@ -91,15 +95,15 @@ def test_changes_that_cancel_emit_nothing(stores):
 
 
 def test_floating_sums(stores):
-    """With ``floating`` the totals are doubles."""
-    assert _run(stores, 0, [(A, 1, 0.5, 1), (A, 1, 0.25, 2)], floating=True) == [_delta(A, None, (2, 2, 0.75), 2)]
-    out = _run(stores, 1, [(A, -1, 0.5, 3), (A, 1, -1.5, 4)], floating=True)
+    """Double totals."""
+    assert _run(stores, 0, [(A, 1, 0.5, 1), (A, 1, 0.25, 2)], total=D) == [_delta(A, None, (2, 2, 0.75), 2)]
+    out = _run(stores, 1, [(A, -1, 0.5, 3), (A, 1, -1.5, 4)], total=D)
     assert out == [_delta(A, (2, 2, 0.75), (2, 2, -1.25), 4)]
     assert isinstance(out[0]["new_total"], float)
 
 
 def test_integer_sums_stay_integers(stores):
-    """Without ``floating`` the totals are 64-bit integers, exact beyond 2**53."""
+    """Integer totals are 64-bit integers, exact beyond 2**53."""
     big = 2**62
     out = _run(stores, 0, [(A, 1, big, 1), (A, 1, 3, 2)])
     assert out == [_delta(A, None, (2, 2, big + 3), 2)]
@@ -133,12 +137,12 @@ def test_several_columns_in_one_state(stores):
     """An integer and a floating column in one state: each keeps its own non-null count
     and total (an integer total stays an integer, a floating one a double), the members
     are counted once; a retraction takes each value out of its own column."""
-    floating = (False, True)
-    assert _run_columns(stores, 0, [(A, 1, (5, 0.5), 10), (A, 1, (None, 1.25), 12), (B, 1, (2, None), 7)], floating) == [
+    totals = (I, D)
+    assert _run_columns(stores, 0, [(A, 1, (5, 0.5), 10), (A, 1, (None, 1.25), 12), (B, 1, (2, None), 7)], totals) == [
         _deltas(A, None, (2, [(1, 5), (2, 1.75)]), 12),
         _deltas(B, None, (1, [(1, 2), (0, 0.0)]), 7),
     ]
-    out = _run_columns(stores, 1, [(A, -1, (5, 0.5), 20), (B, -1, (2, None), 3), (C, 1, (None, None), 4)], floating)
+    out = _run_columns(stores, 1, [(A, -1, (5, 0.5), 20), (B, -1, (2, None), 3), (C, 1, (None, None), 4)], totals)
     assert out == [
         _deltas(A, (2, [(1, 5), (2, 1.75)]), (1, [(0, 0), (1, 1.25)]), 20),
         _deltas(B, (1, [(1, 2), (0, 0.0)]), None, 7),
@@ -170,3 +174,35 @@ def test_a_state_of_one_column_is_the_single_aggregates_state(stores):
     with stores.session("agg", 3) as session:
         session.put([C], [struct.pack(">qqqq", 3, 2, 40, 7)])
     assert _run(stores, 4, [(C, -1, 4, 30)]) == [_delta(C, (3, 2, 7), (2, 1, 3), 40)]
+
+
+def test_decimal_sums_are_exact(stores):
+    """Decimal totals keep every digit (38 of them, beyond a double's 17), a retraction
+    takes its value out exactly, and the state keeps the 16-byte unscaled total."""
+    dec = pa.decimal128(38, 2)
+    big = Decimal("123456789012345678901234567.89")
+    out = _run(stores, 0, [(A, 1, big, 1), (A, 1, Decimal("0.01"), 2), (A, 1, None, 3), (B, 1, Decimal("-1.50"), 4)], total=dec)
+    assert out == [
+        _delta(A, None, (3, 2, Decimal("123456789012345678901234567.90")), 3),
+        _delta(B, None, (1, 1, Decimal("-1.50")), 4),
+    ]
+    assert _run(stores, 1, [(A, -1, big, 5), (B, 1, Decimal("1.50"), 6)], total=dec) == [
+        _delta(A, (3, 2, Decimal("123456789012345678901234567.90")), (2, 1, Decimal("0.01")), 5),
+        _delta(B, (1, 1, Decimal("-1.50")), (2, 2, Decimal("0.00")), 6),
+    ]
+    with stores.session("agg", 2) as session:
+        (state,) = session.get_before([B])
+    assert state == struct.pack(">qqq", 2, 2, 6) + (0).to_bytes(16, "little", signed=True)
+
+
+def test_a_decimal_total_beyond_38_digits_is_an_error(stores):
+    """A total that no DECIMAL(38, s) holds fails the batch, naming the group."""
+    dec = pa.decimal128(38, 0)
+    nines = Decimal("9" * 38)
+    _run(stores, 0, [(A, 1, nines, 1)], total=dec)
+    with pytest.raises(ValueError, match=r"^the sum of group b'.*' overflows DECIMAL\(38, 0\): 1999+8$"):
+        _run(stores, 1, [(A, 1, nines, 2)], total=dec)
+    # Within a batch, sums pass through 256 bits: 9..9 + 9..9 - 9..9 is exact.
+    assert _run(stores, 1, [(A, 1, nines, 2), (A, -1, nines, 3), (B, 1, nines, 4), (B, 1, Decimal("-" + "9" * 38), 5)], total=dec) == [
+        _delta(B, None, (2, 2, Decimal(0)), 5),
+    ]

@@ -8,8 +8,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import (
     DataType,
     DecimalType,
@@ -85,29 +87,31 @@ class NumericRule(AggregateRule):
     def _prepare(self, rows, frame: Frame) -> None:
         self.key_type = rows.schema["gk"].dataType
         summed = {r.column for r in self.results if r.function != "count"}
-        floating, inputs = [], []
+        totals, inputs = [], []
         for i in range(len(self.columns_in)):
             name = f"v{i}"
             vtype = rows.schema[name].dataType
             if i not in summed:
                 # Only its nulls count: a non-null value adds 0 to its (unread) total.
-                floating.append(False)
+                totals.append(pa.int64())
                 inputs.append(F.when(F.col(name).isNotNull(), F.lit(0)).cast("long").alias(name))
                 continue
             if isinstance(vtype, (LongType, IntegerType, ShortType)):
-                floating.append(False)
-            elif isinstance(vtype, (DoubleType, FloatType, DecimalType)):
-                floating.append(True)
+                totals.append(pa.int64())
+            elif isinstance(vtype, (DoubleType, FloatType)):
+                totals.append(pa.float64())
+            elif isinstance(vtype, DecimalType):  # exact: DECIMAL(38, s), as Spark's sum widens
+                totals.append(pa.decimal128(38, vtype.scale))
             else:
                 which = next(r.name for r in self.results if r.column == i and r.function != "count")
                 where = f"{self.node.name}: {which}" if which is not None else self.node.name
                 raise AggregateTypeError(f"{where}: cannot sum or average a {vtype.simpleString()} column")
-            inputs.append(F.col(name).cast("double" if floating[-1] else "long").alias(name))
-        self.kernel = functools.partial(numeric.aggregate_deltas, floating=tuple(floating))
-        self.schema = numeric.schema(floating)
+            inputs.append(F.col(name).cast(from_arrow_type(totals[-1])).alias(name))
+        self.kernel = functools.partial(numeric.aggregate_deltas, totals=tuple(totals))
+        self.schema = numeric.schema(totals)
         self.stage_in = named(["gkb", "sign", *inputs, "ts", *ORDER])
         if self.wrapped:
-            types = [_type(r, floating) for r in self.results]
+            types = [_type(r, totals) for r in self.results]
             old, new = (
                 F.when(F.col(f"{side}_members") > 0, F.struct(*[_value(r, side).alias(r.name) for r in self.results]))
                 for side in ("old", "new")
@@ -115,7 +119,7 @@ class NumericRule(AggregateRule):
             rtype: DataType = StructType([StructField(r.name, t) for r, t in zip(self.results, types, strict=True)])
         else:
             (result,) = self.results
-            old, new, rtype = _value(result, "old"), _value(result, "new"), _type(result, floating)
+            old, new, rtype = _value(result, "old"), _value(result, "new"), _type(result, totals)
         self.columns = named([
             self.group_key(frame, self.key_type).alias("key"), old.alias("old"), new.alias("new"), "ts", *result_order(),
         ])
@@ -136,9 +140,9 @@ def _value(result: _Result, side: str) -> Column:
     return F.when(nonnull > 0, total.cast("double") / nonnull)
 
 
-def _type(result: _Result, floating: list[bool]) -> DataType:
+def _type(result: _Result, totals: list[pa.DataType]) -> DataType:
     if result.function == "count":
         return LongType()
-    if result.function == "avg" or floating[result.column]:
+    if result.function == "avg":
         return DoubleType()
-    return LongType()
+    return from_arrow_type(totals[result.column])
