@@ -17,7 +17,7 @@ from .rows import cb, rows_table
 A, B, C = cb("a"), cb("b"), cb("c")
 
 
-I, D = pa.int64(), pa.float64()
+INT64, DOUBLE = pa.int64(), pa.float64()
 
 
 def _run_columns(stores, batch_id: int, rows: list[tuple], totals: tuple[pa.DataType, ...]) -> list[dict]:
@@ -34,7 +34,7 @@ def _run_columns(stores, batch_id: int, rows: list[tuple], totals: tuple[pa.Data
     return sorted(out.to_pylist(), key=lambda r: r["gkb"])
 
 
-def _run(stores, batch_id: int, rows: list[tuple], *, total: pa.DataType = I) -> list[dict]:
+def _run(stores, batch_id: int, rows: list[tuple], *, total: pa.DataType = INT64) -> list[dict]:
     """One column; ``rows``: (group, sign, value, ts)."""
     out = _run_columns(stores, batch_id, [(g, s, (v,), ts) for g, s, v, ts in rows], (total,))
     return [
@@ -96,8 +96,8 @@ def test_changes_that_cancel_emit_nothing(stores):
 
 def test_floating_sums(stores):
     """Double totals."""
-    assert _run(stores, 0, [(A, 1, 0.5, 1), (A, 1, 0.25, 2)], total=D) == [_delta(A, None, (2, 2, 0.75), 2)]
-    out = _run(stores, 1, [(A, -1, 0.5, 3), (A, 1, -1.5, 4)], total=D)
+    assert _run(stores, 0, [(A, 1, 0.5, 1), (A, 1, 0.25, 2)], total=DOUBLE) == [_delta(A, None, (2, 2, 0.75), 2)]
+    out = _run(stores, 1, [(A, -1, 0.5, 3), (A, 1, -1.5, 4)], total=DOUBLE)
     assert out == [_delta(A, (2, 2, 0.75), (2, 2, -1.25), 4)]
     assert isinstance(out[0]["new_total"], float)
 
@@ -137,7 +137,7 @@ def test_several_columns_in_one_state(stores):
     """An integer and a floating column in one state: each keeps its own non-null count
     and total (an integer total stays an integer, a floating one a double), the members
     are counted once; a retraction takes each value out of its own column."""
-    totals = (I, D)
+    totals = (INT64, DOUBLE)
     assert _run_columns(stores, 0, [(A, 1, (5, 0.5), 10), (A, 1, (None, 1.25), 12), (B, 1, (2, None), 7)], totals) == [
         _deltas(A, None, (2, [(1, 5), (2, 1.75)]), 12),
         _deltas(B, None, (1, [(1, 2), (0, 0.0)]), 7),
