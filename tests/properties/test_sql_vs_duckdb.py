@@ -136,7 +136,7 @@ def conditions(draw, columns: list[Typed], string_columns: list[Typed], depth: i
     if kind == "compare":
         a = draw(numbers(columns, 1))
         op = draw(st.sampled_from(["<", "<=", "=", "<>", ">", ">="]))
-        return f"{a.text} {op} {draw(st.integers(-2, 10))}"
+        return f"«{a.text} {op} {draw(st.integers(-2, 10))}»"
     if kind == "null":
         column = draw(st.sampled_from(columns + string_columns))
         return f"{column.text} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
@@ -148,7 +148,7 @@ def conditions(draw, columns: list[Typed], string_columns: list[Typed], depth: i
         return f"{draw(st.sampled_from(columns)).text} IN ({', '.join(map(str, values))})"
     if kind == "string":
         column = draw(st.sampled_from(string_columns))
-        return f"{column.text} = '{draw(st.sampled_from(TIERS))}'"
+        return f"«{column.text} = '{draw(st.sampled_from(TIERS))}'»"
     if kind == "not":
         return f"NOT ({draw(conditions(columns, string_columns, depth - 1))})"
     a = draw(conditions(columns, string_columns, depth - 1))
@@ -180,7 +180,17 @@ class Query:
     oracle: str
 
     def statement(self, name: str) -> str:
-        return f"CREATE {self.kind} {name} AS SELECT {self.select};"
+        return f"CREATE {self.kind} {name} AS SELECT {_compared(self.select, '(', ')')};"
+
+    @property
+    def duckdb(self) -> str:
+        return _compared(self.oracle, "COALESCE((", "), FALSE)")
+
+
+def _compared(text: str, before: str, after: str) -> str:
+    """``text`` with its comparisons (drawn between « and ») as ksqlDB's, or in DuckDB
+    made false where a side is null, as ksqlDB's comparisons are."""
+    return text.replace("«", before).replace("»", after)
 
 
 def _where(condition: str | None) -> str:
@@ -420,7 +430,7 @@ def _run(spark, chosen: list[Query], log, sizes, partitions: int) -> None:
             context = (script, log[:position])
             for name, query in zip(names, chosen, strict=True):
                 records = outputs[name].read_records()
-                expected = [(k, _close(v)) for k, v in inputs.query(query.oracle)]
+                expected = [(k, _close(v)) for k, v in inputs.query(query.duckdb)]
                 if query.kind == "STREAM":
                     streams[name] += [(r.key, _close(r.value)) for r in records]
                     assert sorted(streams[name], key=_key) == sorted(expected, key=_key), (name, context)

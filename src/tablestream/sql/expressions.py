@@ -401,7 +401,10 @@ class Translator:
         self.comparable(node, left, right, op_name, (node.this, node.expression))
         if isinstance(left.type, (MapType,)) or isinstance(right.type, MapType):
             raise self.error(node, f"Cannot compare MAP values: {self.fmt(node)}")
-        return Typed(type(node)(this=left.spark, expression=right.spark), BOOLEAN)
+        # ksqlDB's comparisons are two-valued: with a null on either side they are false
+        # (so NOT (a = b) holds there), where Spark's give null.
+        compared = type(node)(this=left.spark, expression=right.spark)
+        return Typed(exp.Coalesce(this=compared, expressions=[exp.false()]), BOOLEAN)
 
     def _in(self, node: exp.In) -> Typed:
         value = self.typed(node.this)
