@@ -16,327 +16,59 @@ from .test_qtt_ports import Port, check
 
 pytestmark = pytest.mark.spark
 
+def _port(name: str, columns: str, projection: str, inputs: list[dict], results: list, differs: str = "") -> Port:
+    """A case of ``decimal.json``: a stream of ``columns`` (AVRO, no key) projected as
+    ``projection`` (aliased ``RESULT`` unless it names its alias), each input giving one
+    output of ``results`` (a value, or the output's whole value as a dict)."""
+    return Port(
+        "decimal",
+        name,
+        [
+            f"CREATE STREAM TEST ({columns}) WITH (kafka_topic='test', value_format='AVRO');",
+            f"CREATE STREAM TEST2 AS SELECT {projection} FROM TEST;",
+        ],
+        inputs=[("test", None, _decimals(i), 0) for i in inputs],
+        outputs=[("TEST2", None, _decimals(r if isinstance(r, dict) else {"RESULT": r}), None) for r in results],
+        differs=differs,
+    )
+
+
+def _decimals(value: dict) -> dict:
+    """JSON's decimal strings as the Decimals AVRO reads and writes."""
+    return {k: Decimal(v) if isinstance(v, str) else v for k, v in value.items()}
+
+
+TWO = "a DECIMAL(4,2), b DECIMAL(4,2)"
+ARITHMETIC = [{"A": "10.10", "B": "02.00"}, {"A": "10.10", "B": "-02.00"}, {"A": "10.10", "B": "00.00"}]
+COMPARED = [{"A": "10.01", "B": "10.01"}, {"A": "10.01", "B": "12.01"}, {"A": None, "B": "10.01"}, {"A": None, "B": None}]
+ORDERED = [{"A": "10.01", "B": "03.01"}, *COMPARED]
+BY_ZERO = "a {} by zero sends its record to the processing log (ksqlDB outputs null; docs/sql.md)"
+
 PORTS = [
-    Port(
-        'decimal',
-        'negation',
-        [
-            "CREATE STREAM TEST (dec DECIMAL(7,5)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT -dec AS negated FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'DEC': Decimal('10.12345')}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'NEGATED': Decimal('-10.12345')}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'addition',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a + b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('5.10')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('-5.00')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('0.00')}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': Decimal('15.11')}, None),
-            ('TEST2', None, {'RESULT': Decimal('5.01')}, None),
-            ('TEST2', None, {'RESULT': Decimal('10.01')}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'addition with double',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DOUBLE) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a + b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': 5.1}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': -5.0}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': 0.0}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': 15.11}, None),
-            ('TEST2', None, {'RESULT': 5.01}, None),
-            ('TEST2', None, {'RESULT': 10.01}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'addition with int',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b INT) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a + b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': 5}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': -5}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': 0}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': Decimal('15.01')}, None),
-            ('TEST2', None, {'RESULT': Decimal('5.01')}, None),
-            ('TEST2', None, {'RESULT': Decimal('10.01')}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'addition 3 columns',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a + a + b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('5.10')}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': Decimal('25.12')}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'subtraction',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a - b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('5.10')}, 0),
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('-5.00')}, 0),
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('0.00')}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': Decimal('5.00')}, None),
-            ('TEST2', None, {'RESULT': Decimal('15.10')}, None),
-            ('TEST2', None, {'RESULT': Decimal('10.10')}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'multiplication',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a * b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('02.00')}, 0),
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('-02.00')}, 0),
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('00.00')}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': Decimal('20.2000')}, None),
-            ('TEST2', None, {'RESULT': Decimal('-20.2000')}, None),
-            ('TEST2', None, {'RESULT': Decimal('0.0000')}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'division',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a / b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('02.00')}, 0),
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('-02.00')}, 0),
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('00.00')}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': Decimal('5.0500000')}, None),
-            ('TEST2', None, {'RESULT': Decimal('-5.0500000')}, None),
-        ],
-        differs='a division by zero sends its record to the processing log (ksqlDB outputs null; docs/sql.md)',
-    ),
-    Port(
-        'decimal',
-        'mod',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a % b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('02.00')}, 0),
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('-02.00')}, 0),
-            ('test', None, {'A': Decimal('10.10'), 'B': Decimal('00.00')}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': Decimal('0.10')}, None),
-            ('TEST2', None, {'RESULT': Decimal('0.10')}, None),
-        ],
-        differs='a modulo by zero sends its record to the processing log (ksqlDB outputs null; docs/sql.md)',
-    ),
-    Port(
-        'decimal',
-        'equal - decimal decimal',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a = b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('12.01')}, 0),
-            ('test', None, {'A': None, 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': None, 'B': None}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': True}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'not equal - decimal decimal',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a <> b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('12.01')}, 0),
-            ('test', None, {'A': None, 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': None, 'B': None}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': True}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'is distinct - decimal decimal',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a IS DISTINCT FROM b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('12.01')}, 0),
-            ('test', None, {'A': None, 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': None, 'B': None}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': True}, None),
-            ('TEST2', None, {'RESULT': True}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'less than - decimal decimal',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a < b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('12.01')}, 0),
-            ('test', None, {'A': None, 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': None, 'B': None}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': True}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'less than - decimal decimal differing scale',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(5,3)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a < b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('10.010')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('10.012')}, 0),
-            ('test', None, {'A': None, 'B': Decimal('10.010')}, 0),
-            ('test', None, {'A': None, 'B': None}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': True}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'LEQ - decimal decimal',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a <= b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('03.01')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('12.01')}, 0),
-            ('test', None, {'A': None, 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': None, 'B': None}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': True}, None),
-            ('TEST2', None, {'RESULT': True}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'GEQ - decimal decimal',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a >= b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('03.01')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('12.01')}, 0),
-            ('test', None, {'A': None, 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': None, 'B': None}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': True}, None),
-            ('TEST2', None, {'RESULT': True}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-        ],
-    ),
-    Port(
-        'decimal',
-        'greater than - decimal decimal',
-        [
-            "CREATE STREAM TEST (a DECIMAL(4,2), b DECIMAL(4,2)) WITH (kafka_topic='test', value_format='AVRO');",
-            'CREATE STREAM TEST2 AS SELECT (a > b) AS RESULT FROM TEST;',
-        ],
-        inputs=[
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('03.01')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': Decimal('10.01'), 'B': Decimal('12.01')}, 0),
-            ('test', None, {'A': None, 'B': Decimal('10.01')}, 0),
-            ('test', None, {'A': None, 'B': None}, 0),
-        ],
-        outputs=[
-            ('TEST2', None, {'RESULT': True}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-            ('TEST2', None, {'RESULT': False}, None),
-        ],
-    ),
+    _port("negation", "dec DECIMAL(7,5)", "-dec AS negated", [{"DEC": "10.12345"}], [{"NEGATED": "-10.12345"}]),
+    _port("addition", TWO, "(a + b) AS RESULT",
+          [{"A": "10.01", "B": "5.10"}, {"A": "10.01", "B": "-5.00"}, {"A": "10.01", "B": "0.00"}], ["15.11", "5.01", "10.01"]),
+    _port("addition with double", "a DECIMAL(4,2), b DOUBLE", "(a + b) AS RESULT",
+          [{"A": "10.01", "B": 5.1}, {"A": "10.01", "B": -5.0}, {"A": "10.01", "B": 0.0}], [15.11, 5.01, 10.01]),
+    _port("addition with int", "a DECIMAL(4,2), b INT", "(a + b) AS RESULT",
+          [{"A": "10.01", "B": 5}, {"A": "10.01", "B": -5}, {"A": "10.01", "B": 0}], ["15.01", "5.01", "10.01"]),
+    _port("addition 3 columns", TWO, "(a + a + b) AS RESULT", [{"A": "10.01", "B": "5.10"}], ["25.12"]),
+    _port("subtraction", TWO, "(a - b) AS RESULT",
+          [{"A": "10.10", "B": "5.10"}, {"A": "10.10", "B": "-5.00"}, {"A": "10.10", "B": "0.00"}], ["5.00", "15.10", "10.10"]),
+    _port("multiplication", TWO, "(a * b) AS RESULT", ARITHMETIC, ["20.2000", "-20.2000", "0.0000"]),
+    # ksqlDB's third output, a null, is left out.
+    _port("division", TWO, "(a / b) AS RESULT", ARITHMETIC, ["5.0500000", "-5.0500000"], BY_ZERO.format("division")),
+    _port("mod", TWO, "(a % b) AS RESULT", ARITHMETIC, ["0.10", "0.10"], BY_ZERO.format("modulo")),
+    _port("equal - decimal decimal", TWO, "(a = b) AS RESULT", COMPARED, [True, False, False, False]),
+    _port("not equal - decimal decimal", TWO, "(a <> b) AS RESULT", COMPARED, [False, True, False, False]),
+    _port("is distinct - decimal decimal", TWO, "(a IS DISTINCT FROM b) AS RESULT", COMPARED, [False, True, True, False]),
+    _port("less than - decimal decimal", TWO, "(a < b) AS RESULT", COMPARED, [False, True, False, False]),
+    _port("less than - decimal decimal differing scale", "a DECIMAL(4,2), b DECIMAL(5,3)", "(a < b) AS RESULT",
+          [{"A": "10.01", "B": "10.010"}, {"A": "10.01", "B": "10.012"}, {"A": None, "B": "10.010"}, {"A": None, "B": None}],
+          [False, True, False, False]),
+    _port("LEQ - decimal decimal", TWO, "(a <= b) AS RESULT", ORDERED, [False, True, True, False, False]),
+    _port("GEQ - decimal decimal", TWO, "(a >= b) AS RESULT", ORDERED, [True, True, False, False, False]),
+    _port("greater than - decimal decimal", TWO, "(a > b) AS RESULT", ORDERED, [True, False, False, False, False]),
     Port(
         'average',
         'calculate average in select',
