@@ -338,8 +338,9 @@ class Application:
         self.process_batch(records, batch_id)
 
     def process_batch(self, records, batch_id: int) -> None:
-        """Apply the topology to one micro-batch and commit its outputs (the
-        ``foreachBatch`` function; also callable directly)."""
+        """Apply the topology to one micro-batch and commit its outputs (the streaming
+        query hands it each batch through :meth:`_process_planned`; also callable
+        directly)."""
         started = time.perf_counter()
         # The batch is read twice (its positions and checks, then every rule), not
         # cached: caching would materialize every column of the batch first, which
