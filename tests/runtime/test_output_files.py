@@ -115,13 +115,24 @@ def test_outputs_written_by_the_executors_are_those_the_driver_wrote(tmp_path, s
     _run_both(store, app, spark, [0, 1])
     written = _outputs(store, app)
 
-    # The driver's path (local mode's default): every output collected as rows and
-    # appended on the driver.
-    store_d, app_d = _app(tmp_path / "driver", spark, executors=None)
-    assert (app.write_on_executors, app_d.write_on_executors) == (True, False)
+    # The driver's path: every output collected as rows and appended on the driver.
+    store_d, app_d = _app(tmp_path / "driver", spark, executors=False)
     _run_both(store_d, app_d, spark, [0, 1])
     assert written == _outputs(store_d, app_d)
-    assert all(batch.topic_files == {} and batch.table_files == {} for batch in collected[2:])
+    assert all(batch.topic_files == {} and batch.table_files == {} for batch in collected[2:4])
+
+    # Local mode's default: chosen per batch by its size. Batch 0 has 7 records (written
+    # by the executors), batch 1 has 6 (by the driver).
+    monkeypatch.setattr(app_module, "EXECUTORS_WRITE_FROM", 7)
+    store_c, app_c = _app(tmp_path / "chosen", spark, executors=None)
+    assert (app.write_on_executors, app_d.write_on_executors, app_c.write_on_executors) == (True, False, None)
+    _run_both(store_c, app_c, spark, [0, 1])
+    assert written == _outputs(store_c, app_c)
+    large, small = collected[4:]
+    assert (sorted(large.topic_files), sorted(large.table_files)) == (["picked", "totals-out", "users-out"], ["totals", "users"])
+    assert (large.records, large.tables) == ({}, {})
+    assert (small.topic_files, small.table_files) == ({}, {})
+    assert sorted(small.records) == ["picked", "totals-out", "users-out"] and sorted(small.tables) == ["totals", "users"]
 
     # The driver received summaries only: no record or change as rows.
     first, second = collected[:2]

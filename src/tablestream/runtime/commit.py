@@ -3,7 +3,8 @@ tables, then processing-log entries, each handed to a :class:`BatchSink` (the
 application's topic store and tables, or the test driver's memory), and last the
 sink's commit (on Kafka, the transaction of the batch's records).
 
-The sink decides where each output goes: before the batch's job it names the outputs
+The sink decides where each output goes: before the batch's output job, knowing its
+record count, it names the outputs
 the executors write as data files (:meth:`BatchSink.executor_writes`); those reach
 the commit as the files' summaries, which the sink commits, and every other output as
 rows."""
@@ -25,10 +26,10 @@ class BatchSink(Protocol):
     """Where a batch's outputs go. Each write of a replayed batch id must leave the
     outputs as the first one did (the application's writes are idempotent)."""
 
-    def executor_writes(self, batch_id: int) -> ExecutorWrites | None:
-        """Before the batch's job: the topics and tables the executors write as data
-        files (with what they need: paths, end offsets), None when every output comes
-        to the driver as rows. Whatever it holds (a topic's lock) it keeps until
+    def executor_writes(self, batch_id: int, records: int) -> ExecutorWrites | None:
+        """Before the batch's output job (``records``: the batch's record count): the
+        topics and tables the executors write as data files (with what they need:
+        paths, end offsets), None when every output comes to the driver as rows. Whatever it holds (a topic's lock) it keeps until
         :meth:`commit` or :meth:`discard`."""
         ...
 
@@ -73,7 +74,7 @@ def commit_batch(collected: CollectedBatch, sink: BatchSink, batch_id: int) -> N
     topic (as rows, or the executors' files), changes per table (likewise), then
     processing-log entries (if any); then commit.
 
-    >>> commit_batch(collect_batch(out, sink.executor_writes(3)), sink, batch_id=3)    # doctest: +SKIP
+    >>> commit_batch(collect_batch(out, sink.executor_writes(3, 10_000)), sink, batch_id=3)    # doctest: +SKIP
     """
     for topic, records in collected.records.items():
         sink.write_records(topic, records, batch_id)

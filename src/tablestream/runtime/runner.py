@@ -23,6 +23,7 @@ run (:meth:`BatchRunner.collect`), the versions its tasks wrote are recorded
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import Column, DataFrame
@@ -48,6 +49,10 @@ from .timestamps import TimestampExtraction
 _COMPUTE_FIRST = 50_000
 
 _LOG = logging.getLogger(__name__)
+
+#: Given a batch's record count, the outputs its executors write (None: the driver
+#: writes every output).
+WritesChoice = Callable[[int], ExecutorWrites | None]
 
 
 class BatchRunner:
@@ -118,7 +123,7 @@ class BatchRunner:
         return [(node, _rule(node, self.physical)) for node in self.topology.nodes]
 
     def process(
-        self, records: DataFrame, batch_id: int, committed: int | None = None, writes: ExecutorWrites | None = None
+        self, records: DataFrame, batch_id: int, committed: int | None = None, writes: WritesChoice | None = None
     ) -> CollectedBatch:
         """Compute one batch and collect everything it writes (see :meth:`run` and
         :meth:`collect`). When a Spark job of the batch fails on a value (SQLSTATE class
@@ -142,11 +147,11 @@ class BatchRunner:
         return self._process(records, batch_id, careful=True, committed=committed, writes=writes)
 
     def _process(
-        self, records: DataFrame, batch_id: int, *, careful: bool, committed: int | None, writes: ExecutorWrites | None
+        self, records: DataFrame, batch_id: int, *, careful: bool, committed: int | None, writes: WritesChoice | None
     ) -> CollectedBatch:
         out = self.run(records, batch_id, careful=careful, committed=committed)
         try:
-            return self.collect(out, writes)
+            return self.collect(out, None if writes is None else writes(self.last_positions.count))
         finally:
             out.release()
 

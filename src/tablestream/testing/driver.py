@@ -332,7 +332,7 @@ class _MemorySink:
         self.processing_log = processing_log
         self.times = times if times is not None else {}
 
-    def executor_writes(self, batch_id: int) -> None:
+    def executor_writes(self, batch_id: int, records: int) -> None:
         """Every output comes to the driver's memory as rows."""
         return None
 
