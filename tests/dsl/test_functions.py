@@ -435,6 +435,9 @@ def test_replicate_right_needs_a_foreign_key(builder):
     assert message(InvalidArgumentError, lambda: a.left_join(b, "right", replicate_right=True)) == (
         "KTable.left_join(): replicate_right applies to foreign-key joins only"
     )
+    assert message(InvalidArgumentError, lambda: a.join(b, "right", foreign_key="fk", replicate_right="yes")) == (
+        "KTable.join(): replicate_right must be True, False or None (chosen), got 'yes'"
+    )
 
 
 def test_merge_arguments(stream):

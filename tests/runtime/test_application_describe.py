@@ -1,7 +1,8 @@
 """An application describes every store its runtime keeps: a table source's store (none
 for a table only a foreign-key join reads, which keeps its own copy), the foreign-key
 join's copy of the right table and its subscriptions, a stream-table join's copy of its
-table, an aggregate's store; and the materialized tables users read."""
+table, an aggregate's store; the foreign-key join's layout (Kafka's: the products topic
+is empty at the first start); and the materialized tables users read."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ def test_describe_lists_every_store_the_runtime_keeps(tmp_path, spark):
         "KTABLE-FK-JOIN-OUTPUT-0000000006, 2 partitions)\n"
         "  per-product (aggregate, owner KTABLE-AGGREGATE-0000000011, 2 partitions)\n"
         "  KSTREAM-JOIN-0000000013-TABLE (table copy, owner KSTREAM-JOIN-0000000013, 2 partitions)\n"
+        "\n"
+        "Foreign-key joins:\n"
+        "  KTABLE-FK-JOIN-OUTPUT-0000000006: subscriptions by foreign key (Kafka's layout)\n"
         "\n"
         "Materialized tables:\n"
         "  priced (owner KTABLE-FK-JOIN-OUTPUT-0000000006)\n"

@@ -84,7 +84,7 @@ def strategy(request, monkeypatch) -> str:
 
         build = KTable._join
 
-        def replicated(self, other, joiner, foreign_key, name, materialized_as, kind, method, replicate_right=False):
+        def replicated(self, other, joiner, foreign_key, name, materialized_as, kind, method, replicate_right=None):
             return build(self, other, joiner, foreign_key, name, materialized_as, kind, method, foreign_key is not None)
 
         monkeypatch.setattr(KTable, "_join", replicated)

@@ -220,7 +220,7 @@ class KTable(PlanFacade):
         foreign_key: Any = None,
         name: str | None = None,
         materialized_as: str | None = None,
-        replicate_right: bool = False,
+        replicate_right: bool | None = None,
     ) -> KTable:
         """A table of the rows of both tables with the same key, valued
         ``joiner(left value, right value)`` (SQL over ``left`` and ``right``, a Column, or
@@ -235,7 +235,10 @@ class KTable(PlanFacade):
         keeps the whole right table in every state partition, beside the left rows that
         reference it: a batch is then one stage instead of three (no shuffle by foreign
         key and back), for a right table small enough to hold once per partition (a
-        dimension table such as products or customers).
+        dimension table such as products or customers). ``False`` keeps Kafka's layout
+        (subscriptions by foreign key), for a right table of any size. By default
+        (``None``) the application chooses at its first start, from the size of the
+        right table's topic (see ``Application(replicate_right_up_to=)``).
 
         >>> from tablestream.dsl import StreamsBuilder
         >>> builder = StreamsBuilder()
@@ -257,7 +260,7 @@ class KTable(PlanFacade):
         foreign_key: Any = None,
         name: str | None = None,
         materialized_as: str | None = None,
-        replicate_right: bool = False,
+        replicate_right: bool | None = None,
     ) -> KTable:
         """Like :meth:`join`, but every left row has a result: ``joiner(left, None)``
         while no right row matches (KIP-962: also for a null foreign key).
@@ -284,9 +287,11 @@ class KTable(PlanFacade):
         """
         return self._join(other, joiner, None, name, materialized_as, "outer", "KTable.outer_join()")
 
-    def _join(self, other, joiner, foreign_key, name, materialized_as, kind, method, replicate_right=False) -> KTable:
+    def _join(self, other, joiner, foreign_key, name, materialized_as, kind, method, replicate_right=None) -> KTable:
         if not isinstance(other, KTable):
             raise InvalidTypeError(f"{method}: other must be a KTable")
+        if not (replicate_right is None or isinstance(replicate_right, bool)):
+            raise InvalidArgumentError(f"{method}: replicate_right must be True, False or None (chosen), got {replicate_right!r}")
         if replicate_right and foreign_key is None:
             raise InvalidArgumentError(f"{method}: replicate_right applies to foreign-key joins only")
         if other.plan is not self._plan:
@@ -311,7 +316,7 @@ class KTable(PlanFacade):
                 subscriptions=subscriptions,
                 store=store,
                 queryable=store is not None,
-                replicate_right=bool(replicate_right),
+                replicate_right=replicate_right,
             )
             self._plan.add(node)
             self._plan.add_store_reader(self._name, node_name)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tablestream.plan.base import PlanNode, UnaryNode, check_store
+from tablestream.plan.errors import InvalidArgumentError
 from tablestream.plan.expr import Expr
 
 __all__ = [
@@ -96,7 +97,8 @@ class ForeignKeyJoin(PlanNode):
     left values; ``store`` the result's store when it is materialized (``queryable``).
     ``replicate_right``: every state partition keeps the whole right table beside its
     left rows (one stage per batch, for a right table small enough to hold once per
-    partition)."""
+    partition); ``False``: Kafka's layout (subscriptions by foreign key); ``None``:
+    chosen by the application at its first start, by the right table's size."""
 
     left: str
     right: str
@@ -106,10 +108,12 @@ class ForeignKeyJoin(PlanNode):
     subscriptions: str
     store: str | None = None
     queryable: bool = False
-    replicate_right: bool = False
+    replicate_right: bool | None = None
 
     def __post_init__(self) -> None:
         check_store(self)
+        if not (self.replicate_right is None or isinstance(self.replicate_right, bool)):
+            raise InvalidArgumentError(f"{self.name}: replicate_right must be True, False or None, got {self.replicate_right!r}")
 
     @property
     def parents(self) -> tuple[str, ...]:

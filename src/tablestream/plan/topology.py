@@ -3,7 +3,8 @@ and callables their :class:`~tablestream.plan.expr.ExprRef` s name."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -12,10 +13,10 @@ from tablestream.plan.base import PlanNode
 from tablestream.plan.describe import TopologyDescription, describe
 from tablestream.plan.errors import TopologyError
 from tablestream.plan.expr import ExprRef
-from tablestream.plan.joins import TableTableJoin
+from tablestream.plan.joins import ForeignKeyJoin, TableTableJoin
 from tablestream.plan.sinks import ToTopic
 from tablestream.plan.sources import GlobalTableSource, StreamSource, TableSource
-from tablestream.plan.stateless import Repartition
+from tablestream.plan.stateless import Repartition, TableFilter, TableMapValues
 
 __all__ = ["Store", "StoreKind", "Topology"]
 
@@ -119,6 +120,32 @@ class Topology:
     def repartitions(self) -> tuple[Repartition, ...]:
         """Nodes that go through an internal ``-repartition`` topic."""
         return tuple(n for n in self.nodes if isinstance(n, Repartition))
+
+    def table_topic(self, name: str) -> str | None:
+        """The topic the table ``name`` holds at most one row per record of: its
+        changelog topic, through filters and value mappings; None for a table computed
+        otherwise (an aggregation, a join, a stream made a table)."""
+        node = self.node(name)
+        while isinstance(node, (TableFilter, TableMapValues)):
+            node = self.node(node.parent)
+        return node.topics[0] if isinstance(node, TableSource) else None
+
+    @property
+    def unchosen_layouts(self) -> tuple[ForeignKeyJoin, ...]:
+        """The foreign-key joins whose layout is left to the application
+        (``replicate_right=None``)."""
+        return tuple(n for n in self.nodes if isinstance(n, ForeignKeyJoin) and n.replicate_right is None)
+
+    def with_layouts(self, replicated: Collection[str]) -> Topology:
+        """This plan with every foreign-key join whose layout is left to the
+        application given one: replicated when its name is in ``replicated``, else
+        Kafka's layout."""
+        nodes = tuple(
+            dataclasses.replace(n, replicate_right=n.name in replicated)
+            if isinstance(n, ForeignKeyJoin) and n.replicate_right is None else n
+            for n in self.nodes
+        )
+        return Topology(nodes, self.stores, self.functions)
 
     def describe(self) -> TopologyDescription:
         """Kafka Streams' description of this topology; ``str()`` of it is the text

@@ -34,6 +34,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import config as ts_config
+from ..plan.joins import ForeignKeyJoin
 from ..plan.topology import Topology
 from ..progress import BatchProgress
 from ..storage.delta_files import DataFile
@@ -53,6 +54,10 @@ from .output_files import ExecutorWrites
 from .runner import BatchRunner
 
 DEFAULT_MAX_RECORDS_PER_BATCH = 1_000_000
+
+#: The largest right table (records in its topic at the first start) a foreign-key join
+#: replicates when its layout is left to the application.
+DEFAULT_REPLICATE_RIGHT_UP_TO = 1_000_000
 
 #: In local mode, by default, the batches of at least this many records have their
 #: outputs written by the executors (see ``Application(write_on_executors=)``).
@@ -128,6 +133,15 @@ class Application:
     outputs are too few to repay the executors' extra shuffle and Python stage (a
     10,000-change batch: 0.89 s against 1.14 s).
 
+    ``replicate_right_up_to``: a foreign-key join that leaves its layout to the
+    application (``replicate_right=None``, the default, and every SQL foreign-key
+    join) keeps the whole right table in every state partition when, at the
+    application's first start, the right table is read from a topic (through filters
+    and value mappings) that holds at least one and at most this many records, as
+    Spark broadcasts a join side below ``spark.sql.autoBroadcastJoinThreshold``; else
+    Kafka's layout. The choice is recorded with the state and kept until a reset
+    (:meth:`describe` shows it); ``None`` never replicates by itself.
+
     ``progress``: called
     after each batch with its :class:`BatchProgress` (batch id,
     input records, time, lag); :func:`tablestream.progress.batch_lines` prints them on
@@ -164,6 +178,7 @@ class Application:
         local_state_dir: str | os.PathLike[str] | None = None,
         storage_options: Mapping[str, str] | None = None,
         write_on_executors: bool | None = None,
+        replicate_right_up_to: int | None = DEFAULT_REPLICATE_RIGHT_UP_TO,
     ):
         from ..spark import get_spark, session_runs_locally
 
@@ -177,6 +192,7 @@ class Application:
         self.home = self.store.home if isinstance(self.store, EmbeddedStore) else ts_config.home(home, storage_options)
         self.paths = AppPaths.of(application_id, self.home)
         self._check_source_topics()
+        self.topology = self._chosen_layouts(replicate_right_up_to)
         # Everything a user can get wrong in the topology is found before anything is
         # recorded or created: the runner analyzes it (and checks co-partitioning).
         chosen, run = self._recorded_run(partitions, record=False)
@@ -188,7 +204,7 @@ class Application:
         )
         topic_partitions = {t: self.store.topic_config(t).partitions for t in self._source_topics()}
         settings = ProcessingSettings(processing_errors, log_skipped_records)
-        self.runner = BatchRunner(topology, self.layout, chosen, topic_partitions, settings, spark=self.spark)
+        self.runner = BatchRunner(self.topology, self.layout, chosen, topic_partitions, settings, spark=self.spark)
         self.partitions, self.run = self._recorded_run(partitions, run=run)
         self.max_records_per_batch = max_records_per_batch
         self.compact_tables_every = compact_tables_every
@@ -241,8 +257,31 @@ class Application:
         if not record:
             return chosen, run
         self.paths.root.mkdir(parents=True, exist_ok=True)
-        write_atomic(meta, json.dumps({"partitions": chosen, "run": run, "state_format": STATE_FORMAT}).encode())
+        recorded = {"partitions": chosen, "run": run, "state_format": STATE_FORMAT, "replicated": list(self._replicated)}
+        write_atomic(meta, json.dumps(recorded).encode())
         return chosen, run
+
+    def _chosen_layouts(self, up_to: int | None) -> Topology:
+        """The topology with a layout for each foreign-key join that leaves it to the
+        application: as recorded at the first start, or chosen now (see
+        ``replicate_right_up_to``)."""
+        if up_to is not None and (isinstance(up_to, bool) or not isinstance(up_to, int) or up_to < 0):
+            raise ApplicationError(f"replicate_right_up_to must be a record count (0 or more) or None, got {up_to!r}")
+        unchosen = self.topology.unchosen_layouts
+        started = self.paths.read_meta()
+        if started is not None:
+            # An application started before layouts were chosen has Kafka's.
+            self._replicated = tuple(started.get("replicated", ()))
+        else:
+            self._replicated = tuple(n.name for n in unchosen if self._small_table(n.right, up_to))
+        return self.topology.with_layouts(self._replicated) if unchosen else self.topology
+
+    def _small_table(self, table: str, up_to: int | None) -> bool:
+        """Whether ``table`` is read from a topic of 1 to ``up_to`` records."""
+        topic = self.topology.table_topic(table)
+        if up_to is None or topic is None:
+            return False
+        return 0 < self.store.describe_topic(topic).record_count <= up_to
 
     def _source_topics(self) -> list[str]:
         topics: list[str] = []
@@ -526,11 +565,21 @@ class Application:
     def describe(self) -> str:
         """The topology; every state store the runtime keeps, with its kind, the node that
         keeps it and its state partitions (a join's copies of its input tables and its
-        subscriptions included); and the materialized tables users can read."""
+        subscriptions included); each foreign-key join's layout; and the materialized
+        tables users can read."""
         plural = "s" if self.partitions != 1 else ""
         lines = [str(self.topology.describe()).rstrip(), "", "State stores:"]
         for s in self.runner.physical.stores:
             lines.append(f"  {s.name} ({s.kind}, owner {s.owner}, {self.partitions} partition{plural})")
+        joins = [n for n in self.topology.nodes if isinstance(n, ForeignKeyJoin)]
+        if joins:
+            lines += ["", "Foreign-key joins:"]
+            lines += [
+                f"  {n.name}: "
+                + ("the right table replicated in every state partition" if n.replicate_right
+                   else "subscriptions by foreign key (Kafka's layout)")
+                for n in joins
+            ]
         tables = [s for s in self.topology.stores if s.queryable]
         if tables:
             lines += ["", "Materialized tables:"]

@@ -135,7 +135,8 @@ class AppPaths:
         )
 
     def read_meta(self) -> dict | None:
-        """What ``app.json`` records (``partitions``, ``run``); None before the first start."""
+        """What ``app.json`` records (``partitions``, ``run``, ``state_format``, the foreign-key
+        joins whose layout was chosen replicated: ``replicated``); None before the first start."""
         try:
             meta = json.loads(self.meta.read_text())
         except FileNotFoundError:
