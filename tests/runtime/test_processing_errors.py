@@ -148,6 +148,32 @@ def test_a_row_a_table_mapper_fails_on_is_absent_from_its_result(spark):
         ]
 
 
+def test_a_version_a_table_mapper_fails_on_is_logged_once_and_absent_for_the_stream(spark):
+    """A stream-table join meets the mapped table as of each record's time: the mapper
+    runs on every version of the batch (each failure logged once), also on one that a
+    later change of the batch replaces."""
+    builder = StreamsBuilder()
+    prices = builder.table("prices", value_schema="price BIGINT").map_values(
+        lambda v: {"per_unit": 100 // v["price"]}, name="unit"
+    )
+    builder.stream("orders", value_schema="qty BIGINT").left_join(
+        prices, lambda o, p: {"qty": o["qty"], "per_unit": p and p["per_unit"]}
+    ).to("priced")
+    with TestDriver(builder.build(), spark=spark, batched=True) as driver:
+        prices_in, orders_in = driver.create_input_topic("prices"), driver.create_input_topic("orders")
+        for price, ts in [(4, 1), (0, 3), (5, 5)]:
+            prices_in.pipe_input("x", {"price": price}, timestamp=ts)
+        for qty, ts in [(1, 2), (2, 4), (3, 6)]:
+            orders_in.pipe_input("x", {"qty": qty}, timestamp=ts)
+        driver.advance()  # one batch
+        assert values_of(driver, "priced") == [
+            ("x", {"qty": 1, "per_unit": 25}, 2), ("x", {"qty": 2, "per_unit": None}, 4), ("x", {"qty": 3, "per_unit": 20}, 6),
+        ]
+        assert [(e["topic"], e["offset"], e["error"]) for e in driver.processing_log] == [
+            ("prices", 1, "unit: ZeroDivisionError: integer division or modulo by zero"),
+        ]
+
+
 @pytest.mark.parametrize("replicate_right", [False, True])
 def test_a_row_a_foreign_key_extractor_fails_on_is_absent(spark, replicate_right):
     builder = StreamsBuilder()

@@ -479,6 +479,38 @@ def test_batched_stream_records_meet_the_table_as_of_their_timestamps(spark):
         assert by_key(left.read_records()) == by_key([R("m", "G+M1", 55), R("k", "H+null", 40)])
 
 
+@pytest.mark.parametrize(
+    ("through", "second"),
+    [("filter", "null"), ("map_values", "y2"), ("to_table", "Y2")],
+)
+def test_batched_stream_records_meet_a_derived_table_as_of_their_timestamps(spark, through, second):
+    """As above, the table passed through a filter (which rejects Y2: the key is deleted
+    from 20), a value mapper (lower-casing) or made from a stream: every version the
+    batch gives the derived table reaches the join, so B at 15 meets Y1 though the
+    table's last change in the batch comes later (at 30, a deletion)."""
+    b = StreamsBuilder()
+    stream = b.stream(STREAM, **STRING_VALUES)
+    if through == "to_table":
+        table = b.stream(TABLE, **STRING_VALUES).to_table()
+    elif through == "filter":
+        table = b.table(TABLE, **STRING_VALUES).filter("value != 'Y2'")
+    else:
+        table = b.table(TABLE, **STRING_VALUES).map_values("lower(value)")
+    stream.left_join(table, tostring_joiner()).to(LEFT)
+    first = "y1" if through == "map_values" else "Y1"
+    with TestDriver(b.build(), spark=spark, batched=True) as driver:
+        streams, tables = driver.create_input_topic(STREAM), driver.create_input_topic(TABLE)
+        left = driver.create_output_topic(LEFT)
+        for value, timestamp in [("A", 5), ("B", 15), ("C", 25), ("D", 35)]:
+            streams.pipe_input("k", value, timestamp)
+        for value, timestamp in [("Y1", 10), ("Y2", 20), (None, 30)]:
+            tables.pipe_input("k", value, timestamp)
+        driver.advance()
+        assert left.read_records() == [
+            R("k", "A+null", 5), R("k", f"B+{first}", 15), R("k", f"C+{second}", 25), R("k", "D+null", 35)
+        ]
+
+
 # ------------------------------------------------------------------ KStream-GlobalKTable
 def fk(prefix: str, i: int) -> str:
     """A stream value with the GlobalKTable key: ``X0,FKey0``."""

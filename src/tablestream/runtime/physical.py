@@ -53,7 +53,12 @@ class PhysicalPlan:
             for parent in rule_of(node).keeps(node)
         }
         self._kept = kept
-        self._every_version = {t for node in topology.nodes for t in rule_of(node).reads_every_version(node)}
+        every = {t for node in topology.nodes for t in rule_of(node).reads_every_version(node)}
+        # Through a table filter or value mapper, a reader's need reaches the table before it.
+        for node in reversed(topology.nodes):
+            if node.name in every and rule_of(node).passes_versions:
+                every.update(node.parents)
+        self._every_version = every
         self.stores: tuple[StoreUse, ...] = tuple(
             store for node in topology.nodes for store in rule_of(node).stores(node, self)
         )

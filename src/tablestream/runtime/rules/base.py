@@ -87,6 +87,10 @@ class Rule:
         change per key)."""
         return ()
 
+    #: The rule hands its input table's every version on, each mapped as its rows are,
+    #: when a reader of its own table needs them (a table filter, a value mapper).
+    passes_versions: ClassVar[bool] = False
+
 
 def rule_for(node: PlanNode) -> type[Rule]:
     """The rule class of a plan node; a clear error for a node without one."""

@@ -3,6 +3,8 @@ applied to each change's old and new row."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -60,9 +62,13 @@ class ToTableRule(Rule):
         rows = frame.df.select(*self.stage_in)
         stage = batch.stage(self.node.store).run(rows, "kb", upsert.upsert, upsert.SCHEMA, skipped="_skip")
         changes = batch.persist(stage, self.node.name)
+        # Every record of the batch, for a reader that meets the table as of each one's time.
+        versions = None
+        if self.physical.needs_every_version(self.node.name):
+            versions = frame.df.where(F.col("key").isNotNull()).select("key", F.col("value").alias("new"), "ts", *ORDER)
         table = Frame(
             changes.select(*self.result), "table", frame.key_type, frame.value, key_json=frame.key_json,
-            key_undeclared=frame.key_undeclared, positioned=frame.positioned,
+            key_undeclared=frame.key_undeclared, versions=versions, positioned=frame.positioned,
         )
         if self.node.queryable:
             batch.materialize(self.node.store, table)
@@ -85,16 +91,21 @@ class TableFilterRule(Rule):
     was emits nothing."""
 
     nodes = (stateless.TableFilter,)
+    passes_versions = True
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         node = self.node
         if not hasattr(self, "steps"):
-            self.steps = side_steps({
+            keep = {
                 "keep": lambda: predicate_column(
                     node.predicate, frame.value, self.resolve, key_json=frame.key_json,
                     key_undeclared=frame.key_undeclared, skip_null=True,
                 )
-            })
+            }
+            # With the input's versions, theirs report the failures (each version once).
+            self.every = frame.versions is not None and self.physical.needs_every_version(node.name)
+            self.steps = side_steps(keep, quiet=self.every)
+            self.version_steps = side_steps(keep, ("new",)) if self.every else None
 
             guarded = is_guarded_expr(node.predicate)
 
@@ -111,20 +122,35 @@ class TableFilterRule(Rule):
                 "ts",
                 *ORDER,
             ])
+            # A version the filter rejects deletes the key.
+            self.version_columns = named(["key", F.when(passes("new"), F.col("new")).alias("new"), "ts", *ORDER])
             self.changed = changed()
         df = with_sides(frame.df, self.steps).select(*self.columns).where(self.changed)
-        return table_result(batch, node, frame.with_df(df))
+        result = frame.with_df(df)
+        if self.every:
+            result = replace(result, versions=with_sides(frame.versions, self.version_steps).select(*self.version_columns))
+        return table_result(batch, node, result)
 
 
 class TableMapValuesRule(Rule):
     nodes = (stateless.TableMapValues,)
+    passes_versions = True
 
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         if not hasattr(self, "steps"):
             self.shape = value_expr(self.node.mapper, frame, self.resolve)[1]
-            self.steps = side_steps({"v": lambda: value_expr(self.node.mapper, frame, self.resolve, skip_null=True)[0]})
+            mapped = {"v": lambda: value_expr(self.node.mapper, frame, self.resolve, skip_null=True)[0]}
+            # With the input's versions, theirs report the failures (each version once).
+            self.every = frame.versions is not None and self.physical.needs_every_version(self.node.name)
+            self.steps = side_steps(mapped, quiet=self.every)
+            self.version_steps = side_steps(mapped, ("new",)) if self.every else None
             self.columns = named(["key", F.col("_old_v").alias("old"), F.col("_new_v").alias("new"), "ts", *ORDER])
+            self.version_columns = named(["key", F.col("_new_v").alias("new"), "ts", *ORDER])
             self.changed = changed()
             self.guarded = ["_old_v", "_new_v"] if is_guarded_expr(self.node.mapper) else []
         df = results(with_sides(frame.df, self.steps), self.guarded).select(*self.columns).where(self.changed)
-        return table_result(batch, self.node, frame.with_df(df, value=self.shape))
+        result = frame.with_df(df, value=self.shape)
+        if self.every:
+            versions = results(with_sides(frame.versions, self.version_steps), self.guarded[1:])
+            result = replace(result, versions=versions.select(*self.version_columns))
+        return table_result(batch, self.node, result)

@@ -106,17 +106,21 @@ def selected_key(expr: Expr, frame: Frame, resolve) -> tuple[Column, KeyForm]:
     return col, value_form(shape)
 
 
-def side_steps(results: dict[str, Callable[[], Column]]) -> list[dict[str, Column]]:
+def side_steps(
+    results: dict[str, Callable[[], Column]], sides: tuple[str, ...] = ("old", "new"), *, quiet: bool = False
+) -> list[dict[str, Column]]:
     """Projections that evaluate expressions once against a table's old rows and once
     against its new rows: ``value`` is bound to each side in turn, so SQL text, Spark
     Columns and callables all see the row as a stream record's value. They add
-    ``_old_<name>`` and ``_new_<name>`` (null where the side is missing)."""
+    ``_old_<name>`` and ``_new_<name>`` (null where the side is missing). ``sides``:
+    only those (a table's versions have ``new`` only); ``quiet``: no side's user
+    functions report their failures (another projection of the same rows does)."""
     steps = []
-    for side in ("old", "new"):
+    for side in sides:
         steps.append({"value": F.col(side)})
         # The old row's user functions do not report: its failure was reported when it
         # was the new row.
-        with quietly() if side == "old" else contextlib.nullcontext():
+        with quietly() if quiet or side == "old" else contextlib.nullcontext():
             steps.append({f"_{side}_{name}": F.when(F.col(side).isNotNull(), build()) for name, build in results.items()})
     return steps
 
