@@ -54,6 +54,12 @@ from .output_files import ExecutorWrites
 from .runner import BatchRunner
 
 DEFAULT_MAX_RECORDS_PER_BATCH = 1_000_000
+"""The default bound of a micro-batch, in source records. A batch's cost in memory grows
+with its records (each task gathers its share of a store stage's rows as Arrow, and the
+records bound for Kafka topics reach the driver's producer, about 450 bytes of driver
+memory per row), so an unbounded first batch over a large backlog can exhaust the executors or the driver,
+or Spark's ``maxResultSize``; at a million records a batch's fixed cost (about a second)
+is a small share of its time."""
 
 #: The largest right table (records in its topic at the first start) a foreign-key join
 #: replicates when its layout is left to the application.
@@ -62,12 +68,6 @@ DEFAULT_REPLICATE_RIGHT_UP_TO = 1_000_000
 #: In local mode, by default, the batches of at least this many records have their
 #: outputs written by the executors (see ``Application(write_on_executors=)``).
 EXECUTORS_WRITE_FROM = 50_000
-"""The default bound of a micro-batch, in source records. A batch's cost in memory grows
-with its records (each task gathers its share of a store stage's rows as Arrow, and the
-records bound for Kafka topics reach the driver's producer, about 450 bytes of driver
-memory per row), so an unbounded first batch over a large backlog can exhaust the executors or the driver,
-or Spark's ``maxResultSize``; at a million records a batch's fixed cost (about a second)
-is a small share of its time."""
 
 
 class Application:
