@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -825,7 +825,8 @@ class SqlCompiler:
         infos = [(r.alias_text, self._source(r.name)) for r in relations]
         for _, info in infos:
             self._facade(info)
-        return self._source_rel(*infos[0], qualify=bool(q.joins))
+        rel = self._source_rel(*infos[0], qualify=bool(q.joins))
+        return self._timed(rel, q) if q.joins else rel
 
     def _source_rel(self, alias: str, info: SourceInfo, *, qualify: bool) -> Rel:
         layout = info.layout(alias)
@@ -1069,7 +1070,7 @@ class SqlCompiler:
         expressions; ``left_keys`` those of ``left``), the key's type, and the synthetic
         key column of a FULL join."""
         right_alias, right_info = join.relation.alias_text, self._source(join.relation.name)
-        right = self._source_rel(right_alias, right_info, qualify=True)
+        right = self._timed(self._source_rel(right_alias, right_info, qualify=True), q)
         nway = len(left.sources) > 1
         on, scope, owners = self._condition(join, left.layout.fields, right.layout.fields)
         flipped = owners[0] == right_alias
@@ -1258,6 +1259,42 @@ class SqlCompiler:
                 name, table = ksql_name(column.this), column.args.get("table")
                 source = ksql_name(table) if table is not None else None
                 if any(f.name == name and (source is None or f.source == source) for f in wanted):
+                    return True
+        return False
+
+    def _timed(self, rel: Rel, q: st.Query) -> Rel:
+        """A table about to be joined whose ROWTIME the query reads, with its row's
+        timestamp carried in its value beside its columns (``V_<source>_<name>``,
+        ``ROWTIME``): a join's joiner sees the two values only, and the result's own
+        timestamp is the larger of the two rows'. Other relations as they are."""
+        if rel.kind != "TABLE" or not self._reads_rowtime(q, rel.sources[0][0]):
+            return rel
+        read = rel.layout.reader(Base("value"))
+        carried = [f for f in rel.layout.fields if f.role == "value" and read(f) is not None]
+        names = {f: f"V_{f.source}_{f.name}" for f in carried}
+        fields = [exp.Alias(this=read(f), alias=exp.to_identifier(names[f], quoted=True)) for f in carried]
+        fields.append(exp.Alias(this=own("rowtime"), alias=exp.to_identifier("ROWTIME", quoted=True)))
+        value_sql = exp.Anonymous(this="struct", expressions=fields)
+
+        def reads(f: Field, value: Base, key: bool) -> exp.Expr | None:
+            if f in names:
+                return value.field(names[f])
+            if f.role == "pseudo" and f.name == "ROWTIME":
+                return value.field("ROWTIME")
+            return rel.layout.read(f, value, key)
+
+        return replace(rel, facade=rel.facade.map_values(_sql(value_sql)), layout=Layout(rel.layout.fields, reads))
+
+    @staticmethod
+    def _reads_rowtime(q: st.Query, alias: str) -> bool:
+        """Whether ``q`` names ``alias``'s ROWTIME (qualified, or not: then ksqlDB's
+        rules decide which source it is)."""
+        nodes = [i.expression for i in q.select if isinstance(i, st.SelectColumn)]
+        nodes += [n for n in (q.where, q.having) if n is not None] + [*q.group_by, *q.partition_by]
+        for node in nodes:
+            for column in node.find_all(exp.Column):
+                table = column.args.get("table")
+                if ksql_name(column.this) == "ROWTIME" and (table is None or ksql_name(table) == alias):
                     return True
         return False
 
