@@ -163,7 +163,7 @@ def test_single_type():
         ),
         (
             "t TIME",
-            "Invalid schema 't TIME': TIME is not supported (no Spark time-of-day type) for column 't' at character 3",
+            "Invalid schema 't TIME': TIME is not supported yet (use INT for milliseconds since midnight) for column 't' at character 3",
         ),
         (
             "f FLOAT",

@@ -13,7 +13,7 @@ string (the Spark side builds its ``StructType`` from it) and to an Avro schema.
 Types: ``BOOLEAN``, ``INT`` (alias ``INTEGER``), ``BIGINT``, ``DOUBLE``, ``STRING``
 (alias ``VARCHAR``), ``BYTES``, ``DECIMAL(p, s)``, ``DATE``, ``TIMESTAMP``,
 ``ARRAY<T>``, ``MAP<STRING, T>`` and ``STRUCT<name T, ...>``. ``TIME`` is not supported
-(Spark has no time-of-day type that the Avro and JSON readers produce).
+yet.
 
 Column names keep their case as written. ksqlDB upper-cases unquoted identifiers
 (``id`` becomes ``ID``); we keep ``id`` because Spark resolves column names
@@ -214,7 +214,7 @@ _PRIMITIVE_NAMES: dict[str, PrimitiveType] = {
     "TIMESTAMP": TIMESTAMP,
 }
 _UNSUPPORTED_NAMES = {
-    "TIME": "TIME is not supported (no Spark time-of-day type)",
+    "TIME": "TIME is not supported yet (use INT for milliseconds since midnight)",
     "FLOAT": "FLOAT is not a ksqlDB type (use DOUBLE)",
     "REAL": "REAL is not a ksqlDB type (use DOUBLE)",
     "SMALLINT": "SMALLINT is not a ksqlDB type (use INT)",

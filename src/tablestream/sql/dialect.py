@@ -639,7 +639,7 @@ def sql_type_of(dtype: exp.DataType) -> SqlType:
             fields.append(Column(name, sql_type_of(item.args["kind"])))
         return StructType(tuple(fields))
     names = {
-        exp.DataType.Type.TIME: "TIME is not supported (no Spark time-of-day type)",
+        exp.DataType.Type.TIME: "TIME is not supported yet (use INT for milliseconds since midnight)",
         exp.DataType.Type.FLOAT: "FLOAT is not a ksqlDB type (use DOUBLE)",
         exp.DataType.Type.SMALLINT: "SMALLINT is not a ksqlDB type (use INT)",
         exp.DataType.Type.TINYINT: "TINYINT is not a ksqlDB type (use INT)",
