@@ -45,3 +45,44 @@ def test_a_failed_commit_fails_the_stage_and_writes_nothing(spark, tmp_path):
     # Batch 1 again (its replay), then batch 2: batch 1 read and wrote as if it ran once.
     assert _run(spark, layout, 1, [(b"a", b"3")]) == [(b"a", b"1")]
     assert _run(spark, layout, 2, [(b"a", b"4"), (b"b", b"5")]) == [(b"a", b"3"), (b"b", b"2")]
+
+
+def _placing():
+    def kernel(table: pa.Table, store: StoreSession) -> pa.Table:
+        """Each row's key, the state partition whose session got it, and the value the
+        store held before (the second batch reads the first's)."""
+        keys = table.column("k").combine_chunks()
+        before = store.get_before_all(keys)
+        store.put_all(keys, table.column("v").combine_chunks(), before)
+        return pa.table({"k": keys, "p": pa.array([store.partition] * len(keys), pa.int32()), "before": before})
+
+    return kernel
+
+
+def test_a_spread_stage_serves_every_state_partition_in_fewer_tasks(spark, tmp_path):
+    """A small batch's stage runs in as many tasks as Spark runs at once (2 here), each
+    serving several of the 5 state partitions one after another: every row reaches the
+    session of the partition its key hashes to, as in a stage of one task per partition,
+    and the stores hold the same values after two batches."""
+    rows = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(60)]
+    again = [(f"k{i}".encode(), f"w{i}".encode()) for i in range(0, 60, 3)]
+    expected = {
+        bytes(r.k): r.p
+        for r in spark.createDataFrame(rows, "k binary, v binary").selectExpr("k", "pmod(hash(k), 5) AS p").collect()
+    }
+    assert len(set(expected.values())) == 5
+    outputs = {}
+    for spread in (True, False):
+        layout = StoreLayout(tmp_path / f"local-{spread}", tmp_path / f"durable-{spread}")
+        got = []
+        for batch_id, batch in enumerate((rows, again)):
+            stage = StoreStage(layout, "s", 5, batch_id, spread=spread)
+            out = stage.run(spark.createDataFrame(batch, "k binary, v binary"), "k", _placing(),
+                            "k binary, p int, before binary")
+            assert out.rdd.getNumPartitions() == (2 if spread else 5)
+            got.append(sorted((bytes(r.k), r.p, r.before and bytes(r.before)) for r in out.collect()))
+        assert [(k, p) for k, p, _ in got[0]] == sorted(expected.items())
+        assert all(before is None for _, _, before in got[0])
+        assert got[1] == sorted((k, expected[k], b"v" + k[1:]) for k, _ in again)
+        outputs[spread] = got
+    assert outputs[True] == outputs[False]

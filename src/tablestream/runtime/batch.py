@@ -76,7 +76,7 @@ class BatchContext:
         physical = self.physical
         return StoreStage(
             physical.layout, stores, physical.partitions, self.batch_id,
-            versions=self.versions, written=self.written, memo=physical.stage_memo,
+            versions=self.versions, written=self.written, memo=physical.stage_memo, spread=not self.compute_first,
         )
 
     def persist(self, df: DataFrame, node: str | None = None) -> DataFrame:

@@ -91,6 +91,11 @@ class Rule:
     #: when a reader of its own table needs them (a table filter, a value mapper).
     passes_versions: ClassVar[bool] = False
 
+    def hands_versions_on(self, frame: Frame) -> bool:
+        """Whether this rule (one that ``passes_versions``) hands ``frame``'s every
+        version on: its input has them and a reader of its table needs them."""
+        return frame.versions is not None and self.physical.needs_every_version(self.node.name)
+
 
 def rule_for(node: PlanNode) -> type[Rule]:
     """The rule class of a plan node; a clear error for a node without one."""

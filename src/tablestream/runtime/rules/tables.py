@@ -24,7 +24,7 @@ from ..frames import (
 from ..kernels import upsert
 from ..physical import PhysicalPlan
 from .base import Rule, StoreUse
-from .values import is_guarded_expr, side_steps, value_expr, with_sides
+from .values import is_guarded_expr, table_side_steps, value_expr, with_sides
 
 
 def table_result(batch: BatchContext, node, frame: Frame) -> Frame:
@@ -102,10 +102,8 @@ class TableFilterRule(Rule):
                     key_undeclared=frame.key_undeclared, skip_null=True,
                 )
             }
-            # With the input's versions, theirs report the failures (each version once).
-            self.every = frame.versions is not None and self.physical.needs_every_version(node.name)
-            self.steps = side_steps(keep, quiet=self.every)
-            self.version_steps = side_steps(keep, ("new",)) if self.every else None
+            self.every = self.hands_versions_on(frame)
+            self.steps, self.version_steps = table_side_steps(keep, self.every)
 
             guarded = is_guarded_expr(node.predicate)
 
@@ -140,10 +138,8 @@ class TableMapValuesRule(Rule):
         if not hasattr(self, "steps"):
             self.shape = value_expr(self.node.mapper, frame, self.resolve)[1]
             mapped = {"v": lambda: value_expr(self.node.mapper, frame, self.resolve, skip_null=True)[0]}
-            # With the input's versions, theirs report the failures (each version once).
-            self.every = frame.versions is not None and self.physical.needs_every_version(self.node.name)
-            self.steps = side_steps(mapped, quiet=self.every)
-            self.version_steps = side_steps(mapped, ("new",)) if self.every else None
+            self.every = self.hands_versions_on(frame)
+            self.steps, self.version_steps = table_side_steps(mapped, self.every)
             self.columns = named(["key", F.col("_old_v").alias("old"), F.col("_new_v").alias("new"), "ts", *ORDER])
             self.version_columns = named(["key", F.col("_new_v").alias("new"), "ts", *ORDER])
             self.changed = changed()

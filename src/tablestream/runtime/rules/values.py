@@ -125,6 +125,16 @@ def side_steps(
     return steps
 
 
+def table_side_steps(
+    results: dict[str, Callable[[], Column]], every: bool
+) -> tuple[list[dict[str, Column]], list[dict[str, Column]] | None]:
+    """The :func:`side_steps` of a table's changes and, when ``every`` (a reader needs
+    every version of the batch and the input has them), of its versions. The versions'
+    projection then reports each user function's failure, once per version, and the
+    changes' is quiet."""
+    return side_steps(results, quiet=every), (side_steps(results, ("new",)) if every else None)
+
+
 def with_sides(df: DataFrame, steps: list[dict[str, Column]]) -> DataFrame:
     """``df`` with the columns of :func:`side_steps`."""
     for step in steps:
