@@ -224,13 +224,18 @@ def _rest(ui_port: int, path: str, attempts: int = 5):
 
 
 def _busy_executor(cluster: SparkCluster, ui_port: int, timeout: float = 300) -> Executor:
-    """An executor that runs a task now (Spark's REST API), as soon as there is one."""
+    """An executor that runs a task now (Spark's REST API), as soon as there is one that
+    has been busy for a while: a store stage's task, slowed down per record, rather than
+    one of the short tasks that may end before the kill lands."""
     app_id = _rest(ui_port, "")[0]["id"]
     deadline = time.monotonic() + timeout
+    busy_since: dict[str, float] = {}
     while time.monotonic() < deadline:
-        busy = [e["id"] for e in _rest(ui_port, f"/{app_id}/executors") if e["id"] != "driver" and e["activeTasks"]]
+        now = time.monotonic()
+        busy = {e["id"] for e in _rest(ui_port, f"/{app_id}/executors") if e["id"] != "driver" and e["activeTasks"]}
+        busy_since = {e: busy_since.get(e, now) for e in busy}
         for executor in cluster.executors():
-            if executor.app_id == app_id and executor.executor_id in busy:
+            if executor.app_id == app_id and now - busy_since.get(executor.executor_id, now) >= 0.3:
                 return executor
         time.sleep(0.02)
     raise AssertionError(f"no executor ran a task in {timeout} s")
