@@ -146,23 +146,30 @@ class StoreStage:
 
     def _spread_by(self, spark, tasks: int):
         """The column a spread stage's shuffle places rows by: for state partition ``p``
-        a value Spark's hash places in task ``p mod tasks``, found once per application
-        by hashing candidates in a local relation (Spark evaluates it while planning)."""
+        a value Spark's hash places in task ``p mod tasks``."""
         from pyspark.sql import functions as F
 
         if ("spread", tasks) not in self.memo:
-            found = spark.sql(
-                f"SELECT id, pmod(hash(CAST(id AS INT)), {tasks}) AS t FROM VALUES "
-                + ", ".join(f"({i})" for i in range(64 * tasks)) + " AS v(id)"
-            ).collect()
-            values: dict[int, int] = {}
-            for row in sorted(found, key=lambda row: row.id):  # the least value of each task
-                values.setdefault(row.t, row.id)
-            if len(values) < tasks:
-                raise RuntimeError(f"no placing value found for some of {tasks} tasks")
-            by_task = F.array(*[F.lit(values[t]).cast("int") for t in range(tasks)])
+            values = placing_values(spark, tasks, "CAST(c AS INT)")
+            by_task = F.array(*[F.lit(v).cast("int") for v in values])
             self.memo["spread", tasks] = F.element_at(by_task, F.pmod(F.col("_sp"), F.lit(tasks)) + 1)
         return self.memo["spread", tasks]
+
+
+def placing_values(spark, partitions: int, candidate_sql: str) -> list[int]:
+    """For each of ``partitions`` shuffle partitions, the least integer ``c`` whose
+    ``candidate_sql`` (an expression of ``c``) Spark's hash places there, found by hashing
+    candidates in a local relation (Spark evaluates it while planning: no job)."""
+    candidates = ", ".join(f"({i})" for i in range(64 * partitions))
+    found = spark.sql(
+        f"SELECT c, pmod(hash({candidate_sql}), {partitions}) AS p FROM VALUES {candidates} AS t(c)"
+    ).collect()
+    values: dict[int, int] = {}
+    for row in sorted(found, key=lambda row: row.c):
+        values.setdefault(row.p, row.c)
+    if len(values) < partitions:
+        raise RuntimeError(f"no placing value found for some of {partitions} partitions")
+    return [values[p] for p in range(partitions)]
 
 
 def _drop_skipped(table: pa.Table, column: str, reporter) -> pa.Table:

@@ -43,6 +43,7 @@ from ...kernels.foreign_key.subscriptions import (
 )
 from ...keys import join_keys, key_columns, logged
 from ...physical import PhysicalPlan
+from ...stage import placing_values
 from ..base import Rule, StoreUse
 from ..values import is_guarded_expr, selected_key, side_steps, with_sides
 from .joiner import TableJoiner
@@ -236,18 +237,8 @@ class ForeignKeyRule(Rule):
 
 def _routes(physical: PhysicalPlan, df: DataFrame) -> list[bytes]:
     """One key per state partition that Spark's shuffle places in that partition (to send
-    a row to every partition), found once per application by hashing candidates in a
-    local relation (Spark evaluates it while planning: no job)."""
+    a row to every partition), found once per application."""
     if "routes" not in physical.stage_memo:
-        p = physical.partitions
-        candidates = ", ".join(f"('{i}')" for i in range(64 * p))
-        found = df.sparkSession.sql(
-            f"SELECT r, pmod(hash(CAST(r AS BINARY)), {p}) AS p FROM VALUES {candidates} AS t(r)"
-        ).collect()
-        keys: dict[int, bytes] = {}
-        for row in sorted(found, key=lambda row: row.r):  # the least key of each partition
-            keys.setdefault(row.p, row.r.encode())
-        if len(keys) < p:
-            raise RuntimeError(f"no routing key found for some of {p} state partitions")
-        physical.stage_memo["routes"] = [keys[i] for i in range(p)]
+        values = placing_values(df.sparkSession, physical.partitions, "CAST(CAST(c AS STRING) AS BINARY)")
+        physical.stage_memo["routes"] = [str(v).encode() for v in values]
     return physical.stage_memo["routes"]
