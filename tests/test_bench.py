@@ -17,7 +17,7 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
 
-from suite.flink import fold  # noqa: E402
+from suite.flink import PrintedChanges, fold, printed_change  # noqa: E402
 from suite.oracle import Log, Mismatch, check, query  # noqa: E402
 from suite.report import Report, Timing  # noqa: E402
 
@@ -58,6 +58,36 @@ def test_flink_changelog_folds_into_its_rows(tmp_path):
     (tmp_path / "part-2").write_text(json.dumps({"before": {"key": "z", "v": 0}, "after": None, "op": "d"}) + "\n")
     with pytest.raises(AssertionError, match="retracts rows it never wrote"):
         fold(tmp_path, ["key", "v"])
+
+
+def test_flink_printed_changes_are_folded_and_checked_against_the_expected_rows():
+    assert printed_change("per_product:1> -U[p2, 3, 40]\n") == (("per_product", ("p2", "3", "40")), -1)
+    assert printed_change("enriched> +I[o1, 2, product 7, null]") == (("enriched", ("o1", "2", "product 7", "null")), 1)
+    assert printed_change("INFO  org.apache.flink.runtime: started") is None
+    lines = io.StringIO("".join(line + "\n" for line in [
+        "some log line",
+        "sums> +I[a, 1]",
+        "sums> -U[a, 1]",
+        "sums> +U[a, 4]",
+        "sums:1> +I[b, 2]",
+        "sums:1> -D[b, 2]",
+    ]))
+    changes = PrintedChanges(lines)
+    changes.settle({"sums": pa.table({"key": ["a"], "value": [4]})}, "the state", "job.err")
+    assert changes.differing == 0
+    with pytest.raises(AssertionError, match=r"batch 1: 2 rows differ from DuckDB's, e\.g\. \[\('sums', \('a', '4'\)\), \('sums', \('a', '5'\)\)\]; "
+                                             r"the job ended \(see job\.err\)"):
+        changes.settle({"sums": pa.table({"key": ["a"], "value": [5]})}, "batch 1", "job.err")
+
+
+def test_a_log_since_an_earlier_copy_holds_the_records_appended_after_it():
+    log = _log(("a", '{"n": 1}'))
+    earlier = log.copy()
+    log.add(_log(("b", '{"n": 2}'), ("a", None)).parts[0])
+    later = log.since(earlier)
+    assert (len(earlier), len(log), len(later)) == (1, 3, 2)
+    assert query("SELECT key, value FROM records_t ORDER BY seq", t=later).to_pylist() == [
+        {"key": "b", "value": '{"n": 2}'}, {"key": "a", "value": None}]
 
 
 def test_report_ratio_is_per_record():

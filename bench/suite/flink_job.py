@@ -6,6 +6,12 @@ written as a Debezium-JSON changelog (Flink's filesystem sink takes an updating 
 in a changelog format), and prints ``{"seconds": ...}``: the job's time, from its
 submission to its end (the JVM and the table environment are started before).
 
+With ``"steady": true`` in the spec, each input is a directory Flink watches for new
+files (every :data:`MONITOR`), the job runs until it is killed, with Flink's default
+settings (no mini-batches: its setting for latency), and each result's changes are
+printed as they happen (Flink's ``print`` connector: ``<result>> +I[...]`` lines on
+standard output), for the benchmark to fold and time.
+
 Each topic's file holds one row per record: ``seq`` (its position in the topic), the
 key, the value's fields and ``deleted`` (a tombstone). A table is the latest row per key
 (Flink's Top-N with N = 1, ordered by ``seq``) less the deleted ones: the upsert
@@ -27,6 +33,7 @@ FIELDS = {
     "clicks": "amount BIGINT",
 }
 STREAMS = {"clicks"}
+MONITOR = "50 ms"  # how often a steady job looks for new files
 
 # Each workload's results: name -> (columns, query over the views named after the topics).
 RESULTS = {
@@ -57,15 +64,18 @@ def main(spec_path: str) -> None:
     env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     config = env.get_config()
     config.set("parallelism.default", str(spec["parallelism"]))
-    # Mini-batches for the aggregations and the Top-N, as Flink's tuning guide advises
-    # for throughput.
-    config.set("table.exec.mini-batch.enabled", "true")
-    config.set("table.exec.mini-batch.allow-latency", "1 s")
-    config.set("table.exec.mini-batch.size", "5000")
+    steady = spec.get("steady", False)
+    if not steady:
+        # Mini-batches for the aggregations and the Top-N, as Flink's tuning guide
+        # advises for throughput.
+        config.set("table.exec.mini-batch.enabled", "true")
+        config.set("table.exec.mini-batch.allow-latency", "1 s")
+        config.set("table.exec.mini-batch.size", "5000")
+    watched = f", 'source.monitor-interval' = '{MONITOR}'" if steady else ""
     for topic, path in spec["inputs"].items():
         env.execute_sql(
             f"CREATE TABLE raw_{topic} (seq BIGINT, k STRING, {FIELDS[topic]}, deleted BOOLEAN) "
-            f"WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv', 'csv.null-literal' = '')"
+            f"WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv', 'csv.null-literal' = ''{watched})"
         )
         columns = ", ".join(f.split()[0] for f in FIELDS[topic].split(", "))
         if topic in STREAMS:
@@ -77,11 +87,13 @@ def main(spec_path: str) -> None:
             )
     statements = env.create_statement_set()
     for name, (columns, sql) in RESULTS[spec["workload"]].items():
-        env.execute_sql(
-            f"CREATE TABLE out_{name} ({columns}) WITH ('connector' = 'filesystem', "
-            f"'path' = '{spec['output']}/{name}', 'format' = 'debezium-json')"
-        )
+        sink = (f"'connector' = 'print', 'print-identifier' = '{name}'" if steady else
+                f"'connector' = 'filesystem', 'path' = '{spec['output']}/{name}', 'format' = 'debezium-json'")
+        env.execute_sql(f"CREATE TABLE out_{name} ({columns}) WITH ({sink})")
         statements.add_insert_sql(f"INSERT INTO out_{name} {sql}")
+    if steady:
+        statements.execute().wait()  # until the benchmark kills the job
+        return
     began = time.perf_counter()
     statements.execute().wait()
     print(json.dumps({"seconds": time.perf_counter() - began}), flush=True)

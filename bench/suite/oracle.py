@@ -24,6 +24,15 @@ class Log:
         copied.parts = list(self.parts)
         return copied
 
+    def since(self, earlier: Log) -> Log:
+        """The records appended after ``earlier`` (a copy of this log) was taken."""
+        later = Log()
+        later.parts = self.parts[len(earlier.parts):]
+        return later
+
+    def __len__(self) -> int:
+        return sum(part.num_rows for part in self.parts)
+
     def table(self) -> pa.Table:
         rows = pa.concat_tables(self.parts)
         rows = pa.table({name: rows.column(name).cast(pa.string()) if pa.types.is_binary(rows.schema.field(name).type)

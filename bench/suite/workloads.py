@@ -108,19 +108,24 @@ def timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - began
 
 
-def steady(bench: Bench, app: Application, produce: Callable[[int], None], workload: str) -> None:
+def steady(bench: Bench, app: Application, produce: Callable[[int], None], workload: str,
+           logs: dict[str, Log]) -> list[dict[str, Log]]:
     """Batches of ``sizes.batch`` changes through the running query: from the moment
     they are in the topics until the query has processed them (its outputs committed);
     the median is reported beside the time of a batch of one change (the floor). The
-    first batch after the start is not counted (the query's first trigger)."""
+    first batch after the start is not counted (the query's first trigger). Returns the
+    ``logs`` as they were before the first timed batch and after each (for Flink's
+    steady batches, the same records)."""
     query = app.start()
     try:
         produce(bench.sizes.batch)
         query.processAllAvailable()
+        states = [{topic: log.copy() for topic, log in logs.items()}]
         times, floor = [], []
         for _ in range(bench.sizes.batches):
             produce(bench.sizes.batch)
             times.append(timed(query.processAllAvailable))
+            states.append({topic: log.copy() for topic, log in logs.items()})
         for _ in range(3):
             produce(1)
             floor.append(timed(query.processAllAvailable))
@@ -130,6 +135,7 @@ def steady(bench: Bench, app: Application, produce: Callable[[int], None], workl
                                  note=f"median of {len(times)} batches"))
     bench.report.measured(Timing(workload, "steady-floor", SYSTEM, 1, statistics.median(floor),
                                  note="a batch of one change, median of 3"))
+    return states
 
 
 def our_table(app: Application, store: str, *columns: str) -> pa.Table:
@@ -281,11 +287,13 @@ def w2(bench: Bench) -> None:
         append(store, topic, log, engine_core.changelog(bench.rng, n, (0, s.w2_keys), ts[0], 0.05))
         ts[0] += n
 
-    steady(bench, app, produce, "W2")
+    states = steady(bench, app, produce, "W2", {topic: log})
     expected = aggregation_expected(topic, log, False)
     checked("W2", "steady", aggregation_ours(app, topic, False), expected)
     spark_peer(bench, "W2", "steady", "recompute", s.batch,
                lambda: aggregation_spark(bench, store, topic, False), expected, runs=3)
+    if bench.flink is not None:
+        bench.flink.steady("W2", states, lambda state: aggregation_expected(topic, state[topic], False), s.batch)
     if bench.sdp is not None:
         bench.sdp.steady("W2", {topic: log}, produce, lambda: aggregation_expected(topic, log, False), s.batch)
 
@@ -382,10 +390,12 @@ def w3(bench: Bench) -> None:
     if bench.sdp is not None:
         bench.sdp.update("W3", "catch-up", logs, s.w3_changes, expected)
 
-    steady(bench, app, produce, "W3")
+    states = steady(bench, app, produce, "W3", logs)
     expected = fk_expected(logs["orders"], logs["products"])
     checked("W3", "steady", fk_ours(app), expected)
     spark_peer(bench, "W3", "steady", "recompute", s.batch, lambda: fk_spark(bench, store), expected, runs=3)
+    if bench.flink is not None:
+        bench.flink.steady("W3", states, lambda state: fk_expected(state["orders"], state["products"]), s.batch)
     if bench.sdp is not None:
         bench.sdp.steady("W3", logs, produce, lambda: fk_expected(logs["orders"], logs["products"]), s.batch)
 

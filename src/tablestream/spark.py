@@ -149,6 +149,30 @@ def get_spark(
     return spark
 
 
+def batch_session(spark):
+    """A session with ``spark``'s settings, temporary views and functions, for an
+    application's batches: Spark's adaptive query execution is off in it, and ``spark``
+    itself is left as it is.
+
+    A batch's shuffles are its store stages, each with its partition count fixed (the
+    state partitions, or the tasks of a spread stage) and nothing to coalesce or
+    re-plan; adaptive execution would run them stage by stage, planning again between
+    stages (a 10,000-change batch of a foreign-key join beside an aggregation: about
+    0.1-0.6 s more, one-change batches 0.1-0.25 s more, measured side by side).
+
+    >>> batches = batch_session(get_spark())        # doctest: +SKIP
+    >>> batches.conf.get("spark.sql.adaptive.enabled")  # doctest: +SKIP
+    'false'
+    """
+    from pyspark.sql import SparkSession
+
+    # Scala's cloneSession (private to Spark's sql package, callable from the JVM's side)
+    # copies the session's state; PySpark has no wrapper for it.
+    session = SparkSession(spark.sparkContext, spark._jsparkSession.cloneSession())  # noqa: SLF001
+    session.conf.set("spark.sql.adaptive.enabled", "false")
+    return session
+
+
 def _quiet_query_context_logs() -> None:
     """PySpark logs every error that carries a query context (a division by zero in a
     SQL expression) with its whole JVM stack as it raises it; tablestream reports such

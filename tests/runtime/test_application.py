@@ -225,3 +225,27 @@ def test_integer_keys_without_a_key_schema_in_a_materialized_table(tmp_path, spa
     app.compact_table("clicks-per-user")
     assert rows() == [(-1, 1, 3), (3, 1, 4), (200, 2, 2), (201, 1, 1)]
     assert store.consume("clicks-app-processing-log") == []
+
+
+def test_batches_run_without_adaptive_execution_in_a_copy_of_the_given_session(tmp_path, spark):
+    # A store stage's shuffle has its partitions fixed; adaptive execution would only
+    # run the stages one by one. The session given keeps its own settings.
+    spark.conf.set("spark.tablestream.test.marker", "kept")
+    try:
+        store, app = _orders_app(tmp_path / "home", spark)
+        seen = []
+        process = app.process_batch
+
+        def process_batch(records, batch_id):
+            conf = records.sparkSession.conf
+            seen.append((conf.get("spark.sql.adaptive.enabled"), conf.get("spark.tablestream.test.marker")))
+            process(records, batch_id)
+
+        app.process_batch = process_batch
+        store.produce("orders", [Record(b"o1", b'{"customer": "ada", "amount": 10.0}', 1_000)])
+        app.run_until_caught_up()
+    finally:
+        spark.conf.unset("spark.tablestream.test.marker")
+    assert seen == [("false", "kept")]
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    assert {row.key: row.value for row in app.table("revenue").collect()} == {"ada": 10.0}

@@ -180,7 +180,7 @@ class Application:
         write_on_executors: bool | None = None,
         replicate_right_up_to: int | None = DEFAULT_REPLICATE_RIGHT_UP_TO,
     ):
-        from ..spark import get_spark, session_runs_locally
+        from ..spark import batch_session, get_spark, session_runs_locally
 
         self.topology = topology
         self.application_id = application_id
@@ -188,6 +188,9 @@ class Application:
         self.on_kafka = isinstance(self.store, KafkaStore)
         _check_batch_bound(max_records_per_batch)
         self.spark = spark or get_spark()
+        # The batches run in a session of their own: ``spark``'s settings, adaptive
+        # execution off (see :func:`tablestream.spark.batch_session`).
+        self._batch_spark = batch_session(self.spark)
         # The home resolved once (with its storage options): a reset finds the same files.
         self.home = self.store.home if isinstance(self.store, EmbeddedStore) else ts_config.home(home, storage_options)
         self.paths = AppPaths.of(application_id, self.home)
@@ -204,7 +207,7 @@ class Application:
         )
         topic_partitions = {t: self.store.topic_config(t).partitions for t in self._source_topics()}
         settings = ProcessingSettings(processing_errors, log_skipped_records)
-        self.runner = BatchRunner(self.topology, self.layout, chosen, topic_partitions, settings, spark=self.spark)
+        self.runner = BatchRunner(self.topology, self.layout, chosen, topic_partitions, settings, spark=self._batch_spark)
         self.partitions, self.run = self._recorded_run(partitions, run=run)
         self.max_records_per_batch = max_records_per_batch
         self.compact_tables_every = compact_tables_every
@@ -380,7 +383,7 @@ class Application:
             end = self._planned(batch_id)
             start = self._planned(batch_id - 1) if batch_id > 0 else {}
             if end is not None and start is not None:
-                records = self.store.read_between(self.spark, start, end)
+                records = self.store.read_between(self._batch_spark, start, end)
         self.process_batch(records, batch_id)
 
     def process_batch(self, records, batch_id: int) -> None:
@@ -417,12 +420,12 @@ class Application:
     def _stream(self):
         topics = self._source_topics()
         if not self.on_kafka:
-            return self.store.read_stream(self.spark, topics, max_records_per_batch=self.max_records_per_batch)
+            return self.store.read_stream(self._batch_spark, topics, max_records_per_batch=self.max_records_per_batch)
         # Outputs of other exactly-once applications: their committed records only.
         options = {"kafka.isolation.level": "read_committed"}
         if self.max_records_per_batch is not None:
             options["maxOffsetsPerTrigger"] = str(self.max_records_per_batch)
-        return self.store.read_stream(self.spark, topics, options=options)
+        return self.store.read_stream(self._batch_spark, topics, options=options)
 
     def start(self, *, available_now: bool = False, processing_time: str | None = None):
         """Start the streaming query (``available_now``: process what is there, then stop).
