@@ -49,7 +49,7 @@ GROUP_SUM = ("SELECT json_extract_string(value, '$.grp') AS key, "
 
 @dataclass(frozen=True)
 class Sizes:
-    """Every size of a run; :meth:`default` fits this machine (2 cores) in about 15
+    """Every size of a run; :meth:`default` runs on this machine (2 cores) in about 40
     minutes with every peer; ``scale`` multiplies the data sizes (not the batch size)."""
 
     w1_records: int
@@ -71,8 +71,8 @@ class Sizes:
             return max(1, int(x * scale))
 
         # W1 and W4 at a fifth of their full sizes (10M records over 2M keys; 5M
-        # records against 1M rows) so that the whole run fits in 15 minutes here;
-        # --scale 5 gives the full sizes.
+        # records against 1M rows) so that the whole run, every peer included, takes
+        # about 40 minutes here; --scale 5 gives the full sizes.
         return cls(n(2_000_000), n(400_000), n(1_000_000), n(1_000_000), n(1_000_000), n(100_000),
                    n(1_000_000), n(1_000_000), n(200_000), 10_000, 8, 20_000)
 
