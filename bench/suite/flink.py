@@ -21,13 +21,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as csv
 
+from .flink_job import MONITOR
 from .oracle import Log, check, query
 from .report import Report, Timing
 
 VENV = Path(__file__).resolve().parent.parent / ".venv-flink"
 FLINK = "apache-flink==2.3.0"  # runs on Java 17 and Python 3.11
 JOB = Path(__file__).resolve().parent / "flink_job.py"
-MONITOR = "50 ms"  # flink_job.MONITOR: how often a steady job looks for new files
 SETTLE_SECONDS = 600  # at most, for a steady job to reach a state
 VALUES = {
     "w1": "json_extract_string(value, '$.grp'), CAST(json_extract(value, '$.amount') AS BIGINT)",
