@@ -93,9 +93,9 @@ def test_a_batch_after_a_large_one_has_its_positions_summed_up_by_its_tasks(tmp_
     chosen = []
     read = runner.read_positions
 
-    def spy(records, checks, *, summarize):
+    def spy(records, checks, *, summarize, **rest):
         chosen.append(summarize)
-        return read(records, checks, summarize=summarize)
+        return read(records, checks, summarize=summarize, **rest)
 
     monkeypatch.setattr(runner, "read_positions", spy)
     amounts = [[1.0, 2.0, 3.0], [4.0], [5.0], [6.0, 7.0, 8.0], [9.0]]

@@ -37,6 +37,7 @@ from pyspark.sql.types import (
 )
 
 from ..storage.undeclared import NON_PRINTABLE
+from . import jvm
 from .expressions import ValueShape
 from .kernels.order import ORDER_COLUMNS
 
@@ -208,15 +209,76 @@ def evaluated_once(df: DataFrame, columns: list) -> DataFrame:
     """``df.select(*columns)`` whose expressions run once per row whatever later filters
     use them: Spark pushes a filter below a projection by copying the projected
     expressions into it (every decode once per use); a generator's output stops that."""
+    if isinstance(columns, Columns):
+        if columns.once is None:
+            columns.once = Columns([F.inline(F.array(F.struct(*columns)))])
+        return select(df, columns.once)
     return df.select(F.inline(F.array(F.struct(*columns))))
 
 
+class Columns(list):
+    """A list of Columns a rule keeps from one batch to the next (:func:`named` makes
+    them), handed to the JVM as one Scala Seq built at its first use: a list of N
+    Columns passed from Python costs N + 3 calls into the JVM, and a small batch's
+    DataFrames are built from hundreds of them. Not to be changed once used."""
+
+    java_seq = None
+    once = None  # see evaluated_once
+    extended = None
+
+    def java(self):
+        if self.java_seq is None:
+            self.java_seq = jvm.columns_seq(self)
+        return self.java_seq
+
+    def with_names(self, *names: str) -> Columns:
+        """These columns and the named ones (kept with these)."""
+        if self.extended is None:
+            self.extended = {}
+        if names not in self.extended:
+            self.extended[names] = Columns([*self, *(F.col(n) for n in names)])
+        return self.extended[names]
+
+
+class Assignments(dict):
+    """Columns to add, by name, kept from one batch to the next (see :class:`Columns`)."""
+
+    java_seqs = None
+
+    def java(self):
+        if self.java_seqs is None:
+            self.java_seqs = (jvm.seq(list(self)), jvm.columns_seq(list(self.values())))
+        return self.java_seqs
+
+
+def select(df: DataFrame, columns) -> DataFrame:
+    """``df.select(*columns)``; kept :class:`Columns` go to the JVM as one Seq."""
+    if isinstance(columns, Columns):
+        return jvm.select(df, columns.java())
+    return df.select(*columns)
+
+
+def drop(df: DataFrame, *names: str) -> DataFrame:
+    """``df`` without the named columns (one call into the JVM: the names' Seq is kept)."""
+    return jvm.drop(df, jvm.names_seq(names))
+
+
+def with_columns(df: DataFrame, assignments: dict[str, Column]) -> DataFrame:
+    """``df.withColumns(assignments)``; kept :class:`Assignments` go to the JVM as Seqs."""
+    if isinstance(assignments, Assignments):
+        return jvm.with_columns(df, *assignments.java())
+    return df.withColumns(assignments)
+
+
 def named(value):
-    """``value`` with every string in its lists (also inside tuples) made a Column: a
-    rule keeps its column lists from one batch to the next, and each name Spark resolves
+    """``value`` with every string in its lists (also inside tuples) made a Column, its
+    lists made :class:`Columns` and its dicts of Columns :class:`Assignments`: a rule
+    keeps its column lists from one batch to the next, and each name Spark resolves
     from Python is a call into the JVM."""
     if isinstance(value, list):
-        return [F.col(v) if isinstance(v, str) else named(v) for v in value]
+        return Columns(F.col(v) if isinstance(v, str) else named(v) for v in value)
+    if isinstance(value, dict) and all(isinstance(v, Column) for v in value.values()):
+        return Assignments(value)
     if isinstance(value, tuple):
         return tuple(named(v) for v in value)
     return value

@@ -56,7 +56,9 @@ from .frames import (
     canonical_bytes,
     json_text,
     key_from_bytes,
+    named,
     nullable,
+    select,
     undeclared_bigint,
     undeclared_bytes,
     undeclared_long,
@@ -361,7 +363,7 @@ def key_columns(
         return columns, None
     error = F.col(f"{column}_error")
     columns[f"{column}_error"] = converted.error
-    return columns, (F.col(value).isNotNull() & error.isNotNull(), log_columns(error, frame, value, physical, name))
+    return columns, (F.col(value).isNotNull() & error.isNotNull(), named(log_columns(error, frame, value, physical, name)))
 
 
 def logged(batch: BatchContext, rows: DataFrame, log: Log | None) -> DataFrame:
@@ -370,7 +372,7 @@ def logged(batch: BatchContext, rows: DataFrame, log: Log | None) -> DataFrame:
     if log is None:
         return rows
     rows = batch.persist(rows)
-    batch.output.errors.append(rows.where(log[0]).select(*log[1]))
+    batch.output.errors.append(select(rows.where(log[0]), log[1]))
     return rows
 
 

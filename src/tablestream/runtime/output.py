@@ -28,7 +28,7 @@ from pyspark.sql.types import (
 from ..storage.delta_files import DataFile
 from ..storage.formats import Format, get_format
 from .batch import BatchOutput, ToTopicSpec
-from .frames import ORDER, Frame, json_text, key_text
+from .frames import ORDER, Frame, json_text, key_text, named, select
 
 if TYPE_CHECKING:
     from .output_files import ExecutorWrites
@@ -185,7 +185,7 @@ def output_union(out: BatchOutput, parts) -> DataFrame:
     """The one DataFrame of every output of the batch (``parts`` from :func:`_parts`)."""
     union = None
     for (_, _, df, _), branch_columns in zip(parts, output_columns(out, parts), strict=True):
-        branch = df.select(*branch_columns)
+        branch = select(df, branch_columns)
         union = branch if union is None else union.union(branch)
     return union
 
@@ -223,9 +223,9 @@ def _branches(out: BatchOutput, parts) -> list[list[Column]]:
     payloads = [F.struct(*columns) for _, _, _, columns in parts]
     types = part_types(out, parts)
     return [
-        [F.lit(i).alias("_part"), *[
+        named([F.lit(i).alias("_part"), *[
             (payload.cast(t) if j == i else F.lit(None).cast(t)).alias(f"_p{j}") for j, t in enumerate(types)
-        ]]
+        ]])
         for i, payload in enumerate(payloads)
     ]
 

@@ -36,6 +36,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from .frames import Columns, named, select
+
 _POSITIONS = ["topic", "partition", "offset", "timestamp"]
 
 
@@ -61,15 +63,23 @@ class BatchPositions:
         return None if bad is None else rows.join(F.broadcast(_frame(rows, bad)), _match(), "left_semi")
 
 
-def read_positions(records: DataFrame, checks: dict[str, Column], *, summarize: bool = True) -> BatchPositions:
+def position_columns(checks: dict[str, Column]) -> Columns:
+    """The columns :func:`read_positions` reads for ``checks`` (kept by the caller)."""
+    flags = [F.coalesce(check, F.lit(False)).alias(f"_invalid{i}") for i, check in enumerate(checks.values())]
+    return named([*_POSITIONS, *flags])
+
+
+def read_positions(
+    records: DataFrame, checks: dict[str, Column], *, summarize: bool = True, columns: Columns | None = None
+) -> BatchPositions:
     """One job over ``records``: ``o_ts`` added, and the positions where each boolean
     Column of ``checks`` (source name -> the record is invalid for it) is true.
 
     ``summarize``: the tasks sum up the positions (a Python stage, whose fixed cost a
     large batch repays); otherwise every position comes to the driver (cheaper for a
-    small batch)."""
-    flags = [F.coalesce(check, F.lit(False)).alias(f"_invalid{i}") for i, check in enumerate(checks.values())]
-    positions = records.select(*_POSITIONS, *flags)
+    small batch). ``columns``: :func:`position_columns` of ``checks``, kept from one
+    batch to the next."""
+    positions = select(records, columns if columns is not None else position_columns(checks))
     collected = None
     if summarize:
         summaries = positions.mapInArrow(_summarize, from_arrow_schema(_SUMMARY_ARROW)).toArrow()

@@ -37,7 +37,7 @@ from .frames import Frame
 from .output import CollectedBatch, collect_batch
 from .output_files import ExecutorWrites
 from .physical import PhysicalPlan
-from .positions import BatchPositions, read_positions
+from .positions import BatchPositions, position_columns, read_positions
 from .rules import rule_for
 from .rules.sources import SourceRule
 from .state import StoreLayout
@@ -91,6 +91,7 @@ class BatchRunner:
         self.failures = FailureLog(spark, self.physical.topics, settings or ProcessingSettings())
         self._reporters = {}
         self._checks: dict[str, Column] | None = None
+        self._position_columns = None
         self._output_memo: dict = {}
         self._careful_memo: dict = {}
         #: Batches run carefully (see :meth:`process`) since the runner was built.
@@ -165,7 +166,9 @@ class BatchRunner:
         last = self.last_positions
         summarize = last is None or last.count >= _COMPUTE_FIRST
         records = self.extraction.apply(records)
-        positions = read_positions(records, self.source_checks(), summarize=summarize)
+        if self._position_columns is None:
+            self._position_columns = position_columns(self.source_checks())
+        positions = read_positions(records, self.source_checks(), summarize=summarize, columns=self._position_columns)
         self.last_positions = positions
         if careful and self._careful_rules is None:
             with carefully():

@@ -21,6 +21,7 @@ partition, so that a task gathers one partition's rows only.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from . import jvm
 from .state import NEWEST, StoreLayout, StoreSession, Version
 
 Kernel = Callable[..., pa.Table]  # (table, *sessions) -> table
@@ -66,76 +68,41 @@ class StoreStage:
         kernel does not get it). ``skipped``: a column of ``frame`` holding, for a row
         the rule must drop (a null key), the reason (empty: drop it unreported); such rows are reported as skipped
         records of the operator being applied (:mod:`tablestream.runtime.failures`) and
-        never reach the kernel."""
-        from pyspark.sql import functions as F
+        never reach the kernel.
 
+        The returned DataFrame must be computed before the same stores' stage of
+        another batch is built: the tasks read the batch's id and versions from a Spark
+        local property of the building thread (see :class:`_StageFunction`)."""
         from .failures import current_reporter
 
         reporter = current_reporter() if skipped is not None else None
-        layout, batch_id, versions, written = self.layout, self.batch_id, self.versions, self.written
         stores = (self.store,) if isinstance(self.store, str) else self.store
-        memo = self.memo
-        if ("schema", str(schema)) not in memo:
-            memo["schema", str(schema)] = _schemas(schema)
-        spark_schema, arrow_schema = memo["schema", str(schema)]
-        if ("placed", key) not in memo:
-            memo["placed", key] = (F.pmod(F.hash(F.col(key)), F.lit(self.partitions)).alias("_sp"), F.col(key))
-        placed, by = memo["placed", key]
         tasks = self._tasks(frame.sparkSession) if self.spread else self.partitions
-        if tasks < self.partitions:
-            shuffled = frame.select("*", placed).repartition(tasks, self._spread_by(frame.sparkSession, tasks))
-        else:
-            shuffled = frame.select("*", placed).repartition(self.partitions, by)
-        if key_places_only:
-            shuffled = shuffled.drop(key)
+        function = self._function(stores, key, kernel, schema, key_places_only, skipped, reporter, tasks)
+        frame.sparkSession.sparkContext.setLocalProperty(function.property, self._parameters(stores))
+        shuffled = jvm.repartition(jvm.select(frame, function.placed), *function.by(self, frame.sparkSession, tasks))
+        return jvm.map_in_arrow(shuffled, function.udf)
 
-        def task(batches):
-            gathered = list(batches)
-            rows = sum(b.num_rows for b in gathered)
-            if rows == 0:
-                return
-            table = pa.Table.from_batches(gathered)
-            if skipped is not None:
-                table = _drop_skipped(table, skipped, reporter)
-                if table.num_rows == 0:
-                    return
-            placed = table.column("_sp").to_numpy()
-            # The task's own partition id is its stage's (a union after the stage
-            # renumbers them); the rows say which state partitions it serves, and
-            # those must all be one task's (p mod T alike).
-            first = int(placed[0])
-            if (placed % tasks != first % tasks).any():
-                other = int(placed[placed % tasks != first % tasks][0])
-                raise PartitioningError(
-                    f"store {stores[0]}: one task received rows of state partitions {first} and {other}"
-                )
-            served = [first] if (placed == first).all() else [int(p) for p in np.unique(placed)]
-            for partition in served:
-                rows = table if len(served) == 1 else table.filter(pa.array(placed == partition))
-                yield from serve(partition, rows.drop_columns(["_sp"]))
+    def _parameters(self, stores: tuple[str, ...]) -> str:
+        """This batch's id and the versions its tasks open each store as of (absent: each
+        store's newest durable files), as the tasks read them."""
+        versions = None
+        if self.versions is not None:
+            versions = {
+                s: {str(p): v.name for p, v in self.versions.get(s, {}).items() if v is not None} for s in stores
+            }
+        return json.dumps({"batch": self.batch_id, "versions": versions})
 
-        def serve(partition: int, rows: pa.Table):
-            commit = "" if versions is None else uuid.uuid4().hex[:12]
-            with ExitStack() as stack:
-                sessions = [
-                    stack.enter_context(
-                        StoreSession(
-                            layout, s, partition, batch_id,
-                            expected=NEWEST if versions is None else versions.get(s, {}).get(partition),
-                            commit=commit,
-                        )
-                    )
-                    for s in stores
-                ]
-                out = kernel(rows, *sessions)
-                # The rows leave before the stores commit, so Spark consumes them while
-                # the stores write; the task ends only after the commit (a failed commit
-                # fails the task, and its retry replays the batch).
-                yield from out.cast(arrow_schema).to_batches()
-            if written is not None:
-                written.add([(s.store, partition, s.written) for s in sessions if s.written is not None])
-
-        return shuffled.mapInArrow(task, spark_schema)
+    def _function(self, stores, key, kernel, schema, key_places_only, skipped, reporter, tasks) -> _StageFunction:
+        """The stage's Python function and the columns that shuffle its rows, built at
+        its first batch and kept in the memo while its kernel, layout and reporter stay
+        the same (building them again costs calls into the JVM per column)."""
+        shape = ("function", stores, key, str(schema), key_places_only, skipped, tasks, self.partitions)
+        function = self.memo.get(shape)
+        if function is None or not function.serves(kernel, self.layout, reporter, self.written):
+            function = _StageFunction(self, stores, key, kernel, _schemas(schema), key_places_only, skipped, reporter, tasks)
+            self.memo[shape] = function
+        return function
 
     def _tasks(self, spark) -> int:
         """The tasks of a spread stage: the state partitions, at most as many as Spark
@@ -144,7 +111,7 @@ class StoreStage:
             self.memo["parallelism"] = spark.sparkContext.defaultParallelism
         return max(1, min(self.partitions, self.memo["parallelism"]))
 
-    def _spread_by(self, spark, tasks: int):
+    def spread_by(self, spark, tasks: int):
         """The column a spread stage's shuffle places rows by: for state partition ``p``
         a value Spark's hash places in task ``p mod tasks``."""
         from pyspark.sql import functions as F
@@ -154,6 +121,125 @@ class StoreStage:
             by_task = F.array(*[F.lit(v).cast("int") for v in values])
             self.memo["spread", tasks] = F.element_at(by_task, F.pmod(F.col("_sp"), F.lit(tasks)) + 1)
         return self.memo["spread", tasks]
+
+
+class _StageFunction:
+    """A store stage's Python function, the same for every batch: its tasks read the
+    batch's id and the versions to open from the Spark local property ``property``,
+    which :meth:`StoreStage.run` sets in the building thread (Spark hands a job's tasks
+    the local properties of the thread that runs it). Building it once keeps the cost
+    of a stage's driver side to a few calls into the JVM."""
+
+    def __init__(self, stage: StoreStage, stores, key, kernel, schemas, key_places_only, skipped, reporter, tasks):
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.functions import pandas_udf
+        from pyspark.util import PythonEvalType
+
+        self.kernel, self.layout, self.reporter, self.written = kernel, stage.layout, reporter, stage.written
+        self.property = "tablestream.stage." + ",".join(stores)
+        self.key, self.partitions = key, stage.partitions
+        spark_schema, arrow_schema = schemas
+        # A row goes to its task as one struct of every column the rule gave (``_row``)
+        # and its state partition (``_sp``): the function names those two columns
+        # whatever the rule's, so it fits every batch's DataFrame.
+        placed = F.pmod(F.hash(F.col(key)), F.lit(stage.partitions)).alias("_sp")
+        self.placed = jvm.columns_seq([F.struct(F.col("*")).alias("_row"), placed])
+        task = _task(
+            stores, tasks, self.property, kernel, arrow_schema, stage.layout, skipped, reporter, stage.written,
+            key if key_places_only else None,
+        )
+        udf = pandas_udf(task, returnType=spark_schema, functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+        self.udf = udf(F.col("_row"), F.col("_sp"))
+        self._by: dict[int, tuple] = {}
+
+    def serves(self, kernel, layout, reporter, written) -> bool:
+        return kernel is self.kernel and layout == self.layout and reporter == self.reporter and written is self.written
+
+    def by(self, stage: StoreStage, spark, tasks: int) -> tuple:
+        """The arguments of the shuffle's ``repartition``."""
+        from pyspark.sql import functions as F
+
+        if tasks not in self._by:
+            column = stage.spread_by(spark, tasks) if tasks < self.partitions else F.col(self.key)
+            self._by[tasks] = (tasks, jvm.columns_seq([column]))
+        return self._by[tasks]
+
+
+def _task(stores, tasks, parameters, kernel, arrow_schema, layout, skipped, reporter, written, placing_key):
+    """The function each task of a stage runs over its rows (see :meth:`StoreStage.run`);
+    ``placing_key``: a column that only placed the rows (the kernel does not get it)."""
+
+    def task(batches):
+        gathered = list(batches)
+        rows = sum(b.num_rows for b in gathered)
+        if rows == 0:
+            return
+        received = pa.Table.from_batches(gathered)
+        table = pa.Table.from_struct_array(received.column("_row")).append_column("_sp", received.column("_sp"))
+        if placing_key is not None:
+            table = table.drop_columns([placing_key])
+        if skipped is not None:
+            table = _drop_skipped(table, skipped, reporter)
+            if table.num_rows == 0:
+                return
+        batch_id, versions = _batch_parameters(parameters)
+        placed = table.column("_sp").to_numpy()
+        # The task's own partition id is its stage's (a union after the stage
+        # renumbers them); the rows say which state partitions it serves, and
+        # those must all be one task's (p mod T alike).
+        first = int(placed[0])
+        if (placed % tasks != first % tasks).any():
+            other = int(placed[placed % tasks != first % tasks][0])
+            raise PartitioningError(
+                f"store {stores[0]}: one task received rows of state partitions {first} and {other}"
+            )
+        served = [first] if (placed == first).all() else [int(p) for p in np.unique(placed)]
+        for partition in served:
+            rows = table if len(served) == 1 else table.filter(pa.array(placed == partition))
+            yield from serve(batch_id, versions, partition, rows.drop_columns(["_sp"]))
+
+    def serve(batch_id: int, versions, partition: int, rows: pa.Table):
+        commit = "" if versions is None else uuid.uuid4().hex[:12]
+        with ExitStack() as stack:
+            sessions = [
+                stack.enter_context(
+                    StoreSession(
+                        layout, s, partition, batch_id,
+                        expected=NEWEST if versions is None else versions.get(s, {}).get(partition),
+                        commit=commit,
+                    )
+                )
+                for s in stores
+            ]
+            out = kernel(rows, *sessions)
+            # The rows leave before the stores commit, so Spark consumes them while
+            # the stores write; the task ends only after the commit (a failed commit
+            # fails the task, and its retry replays the batch).
+            yield from out.cast(arrow_schema).to_batches()
+        if written is not None:
+            written.add([(s.store, partition, s.written) for s in sessions if s.written is not None])
+
+    return task
+
+
+def _batch_parameters(name: str) -> tuple[int, dict[str, dict[int, Version]] | None]:
+    """In a task: the batch id and versions its stage's local property ``name`` holds."""
+    from pyspark import TaskContext
+
+    text = TaskContext.get().getLocalProperty(name)
+    if text is None:
+        raise RuntimeError(
+            f"a store stage's task found no batch in the local property {name}: its DataFrame was computed "
+            "in another thread than the one that built it"
+        )
+    found = json.loads(text)
+    versions = found["versions"]
+    if versions is not None:
+        versions = {
+            store: {int(p): Version.parse(name) for p, name in by_partition.items()}
+            for store, by_partition in versions.items()
+        }
+    return found["batch"], versions
 
 
 def placing_values(spark, partitions: int, candidate_sql: str) -> list[int]:

@@ -11,7 +11,7 @@ from ...storage.formats import Format, get_format
 from ...storage.formats.kafka import UndeclaredKafkaKey
 from ..batch import BatchContext
 from ..expressions import ValueShape
-from ..frames import ORDER, STREAM_COLUMNS, Frame, canonical_key, from_canonical_key, named
+from ..frames import ORDER, STREAM_COLUMNS, Frame, canonical_key, from_canonical_key, named, select
 from ..kernels import upsert
 from ..physical import PhysicalPlan
 from ..timestamps import ERROR, INVALID, WRITTEN
@@ -82,7 +82,7 @@ class SourceRule(Rule):
         invalid = batch.positions.invalid_rows(self.node.name, rows)
         if invalid is not None:
             batch.output.errors.append(invalid.select(*self.error_inputs()).select(*self.error_columns()))
-        return batch.positions.valid(self.node.name, rows).select(*self.decoded)
+        return select(batch.positions.valid(self.node.name, rows), self.decoded)
 
     def error_inputs(self) -> list[Column]:
         if self._error_inputs is None:
@@ -129,7 +129,7 @@ class StreamSourceRule(SourceRule):
         self.columns = named(list(STREAM_COLUMNS))
 
     def apply(self, batch: BatchContext) -> Frame:
-        df = self.decode(batch).select(*self.columns)
+        df = select(self.decode(batch), self.columns)
         return Frame(
             df, "stream", self.key_format.spark_type(), value_shape(self.value_format), key_undeclared=self.key_undeclared
         )
@@ -173,13 +173,13 @@ class TableSourceRule(SourceRule):
             # The table's records of the batch (``key, new, ts`` and the ordering key),
             # applied by the one rule that reads them to its own copy of the table.
             return Frame(
-                decoded.select(*self.versions), "table", self.key_type, self.shape, key_undeclared=self.key_undeclared
+                select(decoded, self.versions), "table", self.key_type, self.shape, key_undeclared=self.key_undeclared
             )
-        stage = batch.stage(self.node.store).run(decoded.select(*self.stage_in), "kb", upsert.upsert, upsert.SCHEMA)
+        stage = batch.stage(self.node.store).run(select(decoded, self.stage_in), "kb", upsert.upsert, upsert.SCHEMA)
         changed = batch.persist(stage, self.node.name)
-        versions = decoded.select(*self.versions) if self.keeps_versions else None
+        versions = select(decoded, self.versions) if self.keeps_versions else None
         frame = Frame(
-            changed.select(*self.stage_out), "table", self.key_type, self.shape, versions=versions,
+            select(changed, self.stage_out), "table", self.key_type, self.shape, versions=versions,
             key_undeclared=self.key_undeclared,
         )
         if self.node.queryable:

@@ -26,7 +26,7 @@ from ..expressions import (
     unguarded,
 )
 from ..failures import ERROR, current_reporter, failure_reason
-from ..frames import ORDER, Frame, json_text, key_text
+from ..frames import ORDER, Frame, json_text, key_text, named, select, with_columns
 from ..timestamps import to_millis
 from .base import Rule
 from .values import PAIR_TYPE, callable_of, is_guarded_expr, is_key, value_expr
@@ -56,8 +56,8 @@ class FilterRule(Rule):
         if not hasattr(self, "condition"):
             self.steps, (holds,), failed = predicates([self.node.predicate], frame, self.resolve)
             self.condition = ~failed & (~holds if self.node.negate else holds)
-            self.columns = list(frame.df.columns)
-        return frame.with_df(frame.df.withColumns(self.steps).where(self.condition).select(*self.columns))
+            self.steps, self.columns = named(self.steps), named(list(frame.df.columns))
+        return frame.with_df(select(with_columns(frame.df, self.steps).where(self.condition), self.columns))
 
 
 class PeekRule(Rule):
@@ -270,5 +270,5 @@ class BranchRule(Rule):
             for i, holding in enumerate(holds):
                 keep = keep & (holding if i == len(self.node.preceding) else ~holding)
             self.condition = keep
-            self.columns = list(frame.df.columns)
-        return frame.with_df(frame.df.withColumns(self.steps).where(self.condition).select(*self.columns))
+            self.steps, self.columns = named(self.steps), named(list(frame.df.columns))
+        return frame.with_df(select(with_columns(frame.df, self.steps).where(self.condition), self.columns))

@@ -20,6 +20,7 @@ from ..frames import (
     from_canonical,
     from_canonical_key,
     named,
+    select,
 )
 from ..kernels import upsert
 from ..physical import PhysicalPlan
@@ -59,7 +60,7 @@ class ToTableRule(Rule):
                 "ts",
                 *ORDER,
             ])
-        rows = frame.df.select(*self.stage_in)
+        rows = select(frame.df, self.stage_in)
         stage = batch.stage(self.node.store).run(rows, "kb", upsert.upsert, upsert.SCHEMA, skipped="_skip")
         changes = batch.persist(stage, self.node.name)
         # Every record of the batch, for a reader that meets the table as of each one's time.
@@ -67,7 +68,7 @@ class ToTableRule(Rule):
         if self.physical.needs_every_version(self.node.name):
             versions = frame.df.where(F.col("key").isNotNull()).select("key", F.col("value").alias("new"), "ts", *ORDER)
         table = Frame(
-            changes.select(*self.result), "table", frame.key_type, frame.value, key_json=frame.key_json,
+            select(changes, self.result), "table", frame.key_type, frame.value, key_json=frame.key_json,
             key_undeclared=frame.key_undeclared, versions=versions, positioned=frame.positioned,
         )
         if self.node.queryable:
@@ -123,10 +124,10 @@ class TableFilterRule(Rule):
             # A version the filter rejects deletes the key.
             self.version_columns = named(["key", F.when(passes("new"), F.col("new")).alias("new"), "ts", *ORDER])
             self.changed = changed()
-        df = with_sides(frame.df, self.steps).select(*self.columns).where(self.changed)
+        df = select(with_sides(frame.df, self.steps), self.columns).where(self.changed)
         result = frame.with_df(df)
         if self.every:
-            result = replace(result, versions=with_sides(frame.versions, self.version_steps).select(*self.version_columns))
+            result = replace(result, versions=select(with_sides(frame.versions, self.version_steps), self.version_columns))
         return table_result(batch, node, result)
 
 
@@ -144,9 +145,9 @@ class TableMapValuesRule(Rule):
             self.version_columns = named(["key", F.col("_new_v").alias("new"), "ts", *ORDER])
             self.changed = changed()
             self.guarded = ["_old_v", "_new_v"] if is_guarded_expr(self.node.mapper) else []
-        df = results(with_sides(frame.df, self.steps), self.guarded).select(*self.columns).where(self.changed)
+        df = select(results(with_sides(frame.df, self.steps), self.guarded), self.columns).where(self.changed)
         result = frame.with_df(df, value=self.shape)
         if self.every:
             versions = results(with_sides(frame.versions, self.version_steps), self.guarded[1:])
-            result = replace(result, versions=versions.select(*self.version_columns))
+            result = replace(result, versions=select(versions, self.version_columns))
         return table_result(batch, self.node, result)

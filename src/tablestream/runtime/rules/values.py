@@ -16,7 +16,7 @@ from pyspark.sql.types import DataType, StringType, StructField, StructType
 from ...plan.expr import Expr, ExprRef, SqlExpr, record_column
 from ..expressions import JSON_TEXT, RESULT, ValueShape, callable_column, careful_sql, sql_column
 from ..failures import quietly
-from ..frames import Frame
+from ..frames import Assignments, Frame, drop, with_columns
 from ..keys import KeyForm, value_form
 
 PAIR_TYPE = StructType([StructField("k", StringType()), StructField("v", StringType())])
@@ -117,11 +117,13 @@ def side_steps(
     functions report their failures (another projection of the same rows does)."""
     steps = []
     for side in sides:
-        steps.append({"value": F.col(side)})
+        steps.append(Assignments({"value": F.col(side)}))
         # The old row's user functions do not report: its failure was reported when it
         # was the new row.
         with quietly() if quiet or side == "old" else contextlib.nullcontext():
-            steps.append({f"_{side}_{name}": F.when(F.col(side).isNotNull(), build()) for name, build in results.items()})
+            steps.append(Assignments(
+                {f"_{side}_{name}": F.when(F.col(side).isNotNull(), build()) for name, build in results.items()}
+            ))
     return steps
 
 
@@ -138,5 +140,5 @@ def table_side_steps(
 def with_sides(df: DataFrame, steps: list[dict[str, Column]]) -> DataFrame:
     """``df`` with the columns of :func:`side_steps`."""
     for step in steps:
-        df = df.withColumns(step)
-    return df.drop("value")
+        df = with_columns(df, step)
+    return drop(df, "value")

@@ -9,7 +9,7 @@ from ....plan import aggregate as agg
 from ....plan.expr import ExprRef
 from ...batch import BatchContext
 from ...expressions import JSON_TEXT
-from ...frames import ORDER, Frame, json_text, named, result_order, undeclared_text
+from ...frames import ORDER, Frame, json_text, named, result_order, select, undeclared_text
 from ...kernels import fold
 from ...physical import PhysicalPlan
 from ..base import UnsupportedNodeError
@@ -54,4 +54,4 @@ class FoldRule(AggregateRule):
             )
         stage = self.run_stage(batch, rows, self.stage_in, self.kernel, fold.SCHEMA)
         changes = batch.persist(stage, self.node.name)
-        return self.result(batch, changes.select(*self.columns), frame)
+        return self.result(batch, select(changes, self.columns), frame)

@@ -25,6 +25,7 @@ from ...frames import (
     from_canonical_key,
     named,
     result_order,
+    select,
 )
 from ...physical import PhysicalPlan
 from ..base import Rule, StoreUse, UnsupportedNodeError
@@ -47,7 +48,7 @@ class TableGroupByRule(Rule):
     def apply(self, batch: BatchContext, frame: Frame) -> Frame:
         if not hasattr(self, "steps"):
             self._prepare(frame)
-        df = results(with_sides(frame.df, self.steps), self.guarded).select(*self.columns)
+        df = select(results(with_sides(frame.df, self.steps), self.guarded), self.columns)
         if not hasattr(self, "key_type"):
             self.key_type = df.schema["new_gk"].dataType
         return Frame(
@@ -108,10 +109,10 @@ class AggregateRule(Rule):
             self.signed = self._signed_columns(frame, values)
         if frame.kind == "grouped":
             exploded, flat, present, columns = self.signed
-            rows = frame.df.select(*exploded).select(*flat).where(present).select(*columns)
+            rows = select(select(select(frame.df, exploded), flat).where(present), columns)
         else:
             _, columns = self.signed
-            rows = frame.df.select(*columns)
+            rows = select(frame.df, columns)
         return unguarded(rows, list(guarded))
 
     def group_key(self, frame: Frame, dtype) -> Column:
@@ -126,7 +127,7 @@ class AggregateRule(Rule):
         reporter = dataclasses.replace(current_reporter(), operator=_grouping(self.physical.topology, self.node))
         with operating(reporter):
             return batch.stage(self.node.store).run(
-                rows.select(*stage_in, F.col("_skip")), "gkb", kernel, schema, skipped="_skip"
+                select(rows, stage_in.with_names("_skip")), "gkb", kernel, schema, skipped="_skip"
             )
 
     @staticmethod
@@ -218,7 +219,7 @@ class ColumnAggregateRule(AggregateRule):
             self.prepare(rows.schema["v"].dataType, frame)
         stage = self.run_stage(batch, rows, self.stage_in, self.kernel, self.schema)
         changes = batch.persist(stage, self.node.name)
-        return self.result(batch, changes.select(*self.columns), frame)
+        return self.result(batch, select(changes, self.columns), frame)
 
     def prepare(self, vtype: DataType, frame: Frame) -> None:
         raise NotImplementedError

@@ -28,7 +28,7 @@ from ....plan import aggregate as agg
 from ....plan.expr import Expr
 from ...batch import BatchContext
 from ...expressions import ValueShape
-from ...frames import ORDER, Frame, changed, named, result_order
+from ...frames import ORDER, Frame, changed, named, result_order, select
 from ...kernels import numeric
 from ..values import is_guarded_expr
 from .group_by import AggregateRule
@@ -82,7 +82,7 @@ class NumericRule(AggregateRule):
         stage = self.run_stage(batch, rows, self.stage_in, self.kernel, self.schema)
         changes = batch.persist(stage, self.node.name)
         # A state can change while its results do not (a null joins a sum): emit on change.
-        return self.result(batch, changes.select(*self.columns).where(changed()), frame)
+        return self.result(batch, select(changes, self.columns).where(self.changed), frame)
 
     def _prepare(self, rows, frame: Frame) -> None:
         self.key_type = rows.schema["gk"].dataType
@@ -123,6 +123,7 @@ class NumericRule(AggregateRule):
         self.columns = named([
             self.group_key(frame, self.key_type).alias("key"), old.alias("old"), new.alias("new"), "ts", *result_order(),
         ])
+        self.changed = changed()
         self.shape = ValueShape(rtype)
 
 

@@ -32,6 +32,8 @@ from ...frames import (
     key_from_bytes,
     named,
     nullable,
+    select,
+    with_columns,
 )
 from ...kernels.foreign_key import replicated, shuffled
 from ...kernels.foreign_key.subscriptions import (
@@ -55,6 +57,7 @@ class ForeignKeyRule(Rule):
     def __init__(self, node, physical: PhysicalPlan):
         super().__init__(node, physical)
         self.joiner = TableJoiner(node.joiner, node.kind, self.resolve)
+        self.routed = F.col("_r").isNotNull()
         self.prepared = None
         self.log = None  # the processing-log entries of foreign keys that do not convert
 
@@ -119,16 +122,13 @@ class ForeignKeyRule(Rule):
         if self.prepared is None:
             self.prepared = self._shuffled_columns(left, right)
         steps, converted, left_rows, left_cols, right_cols, kernel, schema, aggregates, decoded_cols, picked = self.prepared
-        sided = logged(batch, with_sides(left.df, steps).withColumns(converted), self.log)
-        rows = (
-            sided.select(*left_rows).where(F.col("_r").isNotNull()).select(*left_cols)
-            .unionByName(right.df.select(*right_cols))
-        )
+        sided = logged(batch, with_columns(with_sides(left.df, steps), converted), self.log)
+        rows = select(select(sided, left_rows).where(self.routed), left_cols).unionByName(select(right.df, right_cols))
         # Back by left key: a changed left row meets the right rows of its old and new
         # foreign keys; an unchanged one the change of the right row it references.
         combined = batch.persist(batch.stage(self.store_names).run(rows, "fkb", kernel, schema), self.node.name)
         grouped = combined.groupBy("lkb").agg(*aggregates)
-        return evaluated_once(grouped, decoded_cols).select(*picked)
+        return select(evaluated_once(grouped, decoded_cols), picked)
 
     def _shuffled_columns(self, left: Frame, right: Frame):
         self.keys = join_keys(self.node, self.physical.topology, self._fk_form(left), right, "foreign key")
@@ -199,14 +199,14 @@ class ForeignKeyRule(Rule):
         if self.prepared is None:
             self.prepared = self._replicated_columns(left, right)
         (steps, bind), left_rows, right_rows, kernel, schema, columns, guarded = self.prepared
-        bound = with_sides(left.df, steps).withColumns(bind)
-        rows = logged(batch, bound, self.log).select(*left_rows).unionByName(right.df.select(*right_rows))
+        bound = with_columns(with_sides(left.df, steps), bind)
+        rows = select(logged(batch, bound, self.log), left_rows).unionByName(select(right.df, right_rows))
         changes = batch.persist(
             batch.stage(self.store_names).run(rows, "route", kernel, schema, key_places_only=True), self.node.name
         )
         # Decodes left to Spark must run once per row; when the kernel decoded everything
         # there is nothing to guard.
-        return evaluated_once(changes, columns) if guarded else changes.select(*columns)
+        return evaluated_once(changes, columns) if guarded else select(changes, columns)
 
     def _replicated_columns(self, left: Frame, right: Frame):
         lkb = key_bytes(left)

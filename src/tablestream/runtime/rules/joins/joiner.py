@@ -19,7 +19,7 @@ from ...expressions import (
     unguarded,
 )
 from ...failures import carefully, quietly
-from ...frames import changed, result_order
+from ...frames import Assignments, changed, drop, named, result_order, select, with_columns
 from ..values import is_guarded_expr, json_of
 
 # For each join kind, whether a result exists given the left and right values.
@@ -68,8 +68,8 @@ class Joiner:
         steps = []
         for name, (lcol, rcol) in self.pairs.items():
             present = _PRESENT[self.kind](F.col(lcol), F.col(rcol))
-            steps.append({"_jl": F.col(lcol), "_jr": F.col(rcol), "_jp": present})
-            steps.append({name: F.when(F.col("_jp"), column(name))})
+            steps.append(Assignments({"_jl": F.col(lcol), "_jr": F.col(rcol), "_jp": present}))
+            steps.append(Assignments({name: F.when(F.col("_jp"), column(name))}))
         self.steps = steps
         self.guarded = list(self.pairs) if is_guarded_expr(expr) else []
 
@@ -84,8 +84,8 @@ class Joiner:
         if self.steps is None:
             self._prepare(df, left, right, key_undeclared)
         for step in self.steps:
-            df = df.withColumns(step)
-        return self.finish(df.drop("_jl", "_jp", "_jr"))
+            df = with_columns(df, step)
+        return self.finish(drop(df, "_jl", "_jp", "_jr"))
 
 
 class TableJoiner(Joiner):
@@ -105,6 +105,6 @@ class TableJoiner(Joiner):
     def changes(self, df: DataFrame, left: ValueShape, right: ValueShape, *, key_undeclared: bool = False) -> DataFrame:
         joined = self.join(df, left, right, key_undeclared=key_undeclared)
         if self.columns is None:
-            self.columns = ([F.col(c) for c in ("key", "old", "new", "ts")] + result_order(), changed())
+            self.columns = (named([F.col(c) for c in ("key", "old", "new", "ts")] + result_order()), changed())
         columns, emit = self.columns
-        return joined.select(*columns).where(emit)
+        return select(joined, columns).where(emit)

@@ -20,6 +20,8 @@ from ...frames import (
     key_bytes,
     key_from_bytes,
     named,
+    select,
+    with_columns,
 )
 from ...kernels import stream_table
 from ...keys import Converted, JoinKeys, join_keys, key_columns, logged
@@ -84,17 +86,17 @@ class StreamTableRule(Rule):
             self.inputs = self._inputs(stream, table)
         looked, log, matched, stream_cols, table_cols, unmatched, decoded_cols, unmatched_cols, result = self.inputs
         # A key that does not convert looks nothing up.
-        records = logged(batch, self.lookup_rows(stream).withColumns(looked), log)
+        records = logged(batch, with_columns(self.lookup_rows(stream), looked), log)
         table_rows = table.versions if table.versions is not None else table.df
-        rows = records.where(matched).select(*stream_cols).unionByName(table_rows.select(*table_cols))
+        rows = select(records.where(matched), stream_cols).unionByName(select(table_rows, table_cols))
         stage = batch.stage(self.store_names).run(
             rows, "kb", stream_table.stream_table_join, stream_table.SCHEMA, skipped="_skip"
         )
         looked_up = batch.persist(stage, node.name)
-        decoded = looked_up.select(*decoded_cols)
+        decoded = select(looked_up, decoded_cols)
         if node.kind == "left":
             # KIP-962: a record that looks nothing up still joins with null.
-            decoded = decoded.unionByName(records.where(unmatched).select(*unmatched_cols))
+            decoded = decoded.unionByName(select(records.where(unmatched), unmatched_cols))
         joined = self.joiner.join(decoded, stream.value, table.value, key_undeclared=stream.key_undeclared)
         df = joined.where(result).select(*STREAM_COLUMNS)
         return Frame(
