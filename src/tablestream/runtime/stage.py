@@ -15,8 +15,10 @@ A small batch runs in fewer tasks than state partitions, as many as Spark runs a
 (``spread``): a task then serves every state partition ``p`` with ``p mod T`` its own,
 one after another, each with its own sessions. A Python task costs tens of
 milliseconds whatever its rows (a 10,000-change batch through four store stages on two
-cores: four tasks a stage ran in two waves). Large batches keep one task per state
-partition, so that a task gathers one partition's rows only.
+cores: four tasks a stage ran in two waves). A batch of fewer records still runs each
+stage in one task (``one_task``): its stages run side by side, so one task a stage
+keeps the cores busy without the fixed cost of the others. Large batches keep one task
+per state partition, so that a task gathers one partition's rows only.
 """
 
 from __future__ import annotations
@@ -56,8 +58,10 @@ class StoreStage:
     # Schemas and partitioning columns from one batch to the next (building them costs
     # calls into the JVM); shared by the stages of an application.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False)
-    # Run in as many tasks as Spark runs at once, when fewer than the state partitions.
+    # Run in as many tasks as Spark runs at once, when fewer than the state partitions;
+    # with ``one_task``, in one.
     spread: bool = False
+    one_task: bool = False
 
     def run(
         self, frame, key: str, kernel: Kernel, schema, *, key_places_only: bool = False, skipped: str | None = None
@@ -77,8 +81,9 @@ class StoreStage:
 
         reporter = current_reporter() if skipped is not None else None
         stores = (self.store,) if isinstance(self.store, str) else self.store
-        tasks = self._tasks(frame.sparkSession) if self.spread else self.partitions
-        function = self._function(stores, key, kernel, schema, key_places_only, skipped, reporter, tasks)
+        tasks = self._tasks(frame.sparkSession) if self.spread or self.one_task else self.partitions
+        columns = tuple(frame.columns)
+        function = self._function(stores, key, kernel, schema, key_places_only, skipped, reporter, tasks, columns)
         frame.sparkSession.sparkContext.setLocalProperty(function.property, self._parameters(stores))
         shuffled = jvm.repartition(jvm.select(frame, function.placed), *function.by(self, frame.sparkSession, tasks))
         return jvm.map_in_arrow(shuffled, function.udf)
@@ -93,20 +98,24 @@ class StoreStage:
             }
         return json.dumps({"batch": self.batch_id, "versions": versions})
 
-    def _function(self, stores, key, kernel, schema, key_places_only, skipped, reporter, tasks) -> _StageFunction:
+    def _function(self, stores, key, kernel, schema, key_places_only, skipped, reporter, tasks, columns) -> _StageFunction:
         """The stage's Python function and the columns that shuffle its rows, built at
         its first batch and kept in the memo while its kernel, layout and reporter stay
         the same (building them again costs calls into the JVM per column)."""
-        shape = ("function", stores, key, str(schema), key_places_only, skipped, tasks, self.partitions)
+        shape = ("function", stores, key, str(schema), key_places_only, skipped, tasks, self.partitions, columns)
         function = self.memo.get(shape)
         if function is None or not function.serves(kernel, self.layout, reporter, self.written):
-            function = _StageFunction(self, stores, key, kernel, _schemas(schema), key_places_only, skipped, reporter, tasks)
+            function = _StageFunction(
+                self, stores, key, kernel, _schemas(schema), key_places_only, skipped, reporter, tasks, columns
+            )
             self.memo[shape] = function
         return function
 
     def _tasks(self, spark) -> int:
         """The tasks of a spread stage: the state partitions, at most as many as Spark
         runs at once (its default parallelism, asked once per application)."""
+        if self.one_task:
+            return 1
         if "parallelism" not in self.memo:
             self.memo["parallelism"] = spark.sparkContext.defaultParallelism
         return max(1, min(self.partitions, self.memo["parallelism"]))
@@ -124,13 +133,16 @@ class StoreStage:
 
 
 class _StageFunction:
-    """A store stage's Python function, the same for every batch: its tasks read the
-    batch's id and the versions to open from the Spark local property ``property``,
-    which :meth:`StoreStage.run` sets in the building thread (Spark hands a job's tasks
-    the local properties of the thread that runs it). Building it once keeps the cost
-    of a stage's driver side to a few calls into the JVM."""
+    """A store stage's Python function, the same for every batch with the same input
+    columns: its tasks read the batch's id and the versions to open from the Spark local
+    property ``property``, which :meth:`StoreStage.run` sets in the building thread
+    (Spark hands a job's tasks the local properties of the thread that runs it).
+    Building it once keeps the cost of a stage's driver side to a few calls into the
+    JVM."""
 
-    def __init__(self, stage: StoreStage, stores, key, kernel, schemas, key_places_only, skipped, reporter, tasks):
+    def __init__(
+        self, stage: StoreStage, stores, key, kernel, schemas, key_places_only, skipped, reporter, tasks, columns
+    ):
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.functions import pandas_udf
         from pyspark.util import PythonEvalType
@@ -139,17 +151,17 @@ class _StageFunction:
         self.property = "tablestream.stage." + ",".join(stores)
         self.key, self.partitions = key, stage.partitions
         spark_schema, arrow_schema = schemas
-        # A row goes to its task as one struct of every column the rule gave (``_row``)
-        # and its state partition (``_sp``): the function names those two columns
-        # whatever the rule's, so it fits every batch's DataFrame.
+        # A task gets its rows' every column and their state partition (``_sp``).
         placed = F.pmod(F.hash(F.col(key)), F.lit(stage.partitions)).alias("_sp")
-        self.placed = jvm.columns_seq([F.struct(F.col("*")).alias("_row"), placed])
+        self.placed = jvm.columns_seq([F.col("*"), placed])
         task = _task(
             stores, tasks, self.property, kernel, arrow_schema, stage.layout, skipped, reporter, stage.written,
             key if key_places_only else None,
         )
         udf = pandas_udf(task, returnType=spark_schema, functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
-        self.udf = udf(F.col("_row"), F.col("_sp"))
+        # The function names every column it reads: Spark prunes the columns a plan's
+        # nodes do not name, and a map function's input is its child's whole rows.
+        self.udf = udf(*[F.col("`" + c.replace("`", "``") + "`") for c in (*columns, "_sp")])
         self._by: dict[int, tuple] = {}
 
     def serves(self, kernel, layout, reporter, written) -> bool:
@@ -174,8 +186,7 @@ def _task(stores, tasks, parameters, kernel, arrow_schema, layout, skipped, repo
         rows = sum(b.num_rows for b in gathered)
         if rows == 0:
             return
-        received = pa.Table.from_batches(gathered)
-        table = pa.Table.from_struct_array(received.column("_row")).append_column("_sp", received.column("_sp"))
+        table = pa.Table.from_batches(gathered)
         if placing_key is not None:
             table = table.drop_columns([placing_key])
         if skipped is not None:
