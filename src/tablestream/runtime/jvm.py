@@ -2,10 +2,11 @@
 
 Each Column, name or list that PySpark passes from Python costs calls into the JVM (a
 list of N Columns: N + 3), and a small batch's DataFrames are built from hundreds of
-them: at 0.2-0.4 ms a call, most of a small batch's time on the driver. The rules keep
-their Columns from one batch to the next (:class:`~tablestream.runtime.frames.Columns`),
-so the Seqs are built at the first batch and each operation here is one call. This is
-the one module that reaches into PySpark's JVM objects (``_jdf``, ``_jc``).
+them: at 0.2-0.4 ms a call, a large share of a small batch's time on the driver. The
+rules keep their Columns from one batch to the next
+(:class:`~tablestream.runtime.frames.Columns`), so the Seqs are built at the first batch
+and each operation here is one call. This is the one module that reaches into PySpark's
+JVM objects (``_jdf``, ``_jc``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pyspark.sql import Column, DataFrame
 
 
 def seq(items: list):
-    """A Scala Seq of ``items`` (strings, or the JVM objects of :func:`column_objects`)."""
+    """A Scala Seq of ``items`` (strings, or Columns' JVM objects)."""
     return SparkContext._active_spark_context._jvm.PythonUtils.toSeq(items)
 
 
@@ -30,13 +31,9 @@ def names_seq(names: tuple[str, ...]):
 _NAMES: dict[tuple[str, ...], tuple] = {}
 
 
-def column_objects(columns: list[Column]) -> list:
-    return [c._jc for c in columns]
-
-
 def columns_seq(columns: list[Column]):
     """A Scala Seq of ``columns``."""
-    return seq(column_objects(columns))
+    return seq([c._jc for c in columns])
 
 
 def select(df: DataFrame, columns) -> DataFrame:
