@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 
 from deltalake import DeltaTable
@@ -224,21 +225,33 @@ def _rest(ui_port: int, path: str, attempts: int = 5):
 
 
 def _busy_executor(cluster: SparkCluster, ui_port: int, timeout: float = 300) -> Executor:
-    """An executor that runs a task now (Spark's REST API), as soon as there is one that
-    has been busy for a while: a store stage's task, slowed down per record, rather than
-    one of the short tasks that may end before the kill lands."""
+    """The executor of a task that has run for a while (Spark's REST API): the slowed
+    filter's task (2 ms a row, seconds in all), not one of the short tasks beside it,
+    which may end before the kill lands (killing an executor whose tasks have all ended
+    fails none: Spark then only computes its shuffle files again)."""
     app_id = _rest(ui_port, "")[0]["id"]
     deadline = time.monotonic() + timeout
-    busy_since: dict[str, float] = {}
     while time.monotonic() < deadline:
-        now = time.monotonic()
-        busy = {e["id"] for e in _rest(ui_port, f"/{app_id}/executors") if e["id"] != "driver" and e["activeTasks"]}
-        busy_since = {e: busy_since.get(e, now) for e in busy}
-        for executor in cluster.executors():
-            if executor.app_id == app_id and now - busy_since.get(executor.executor_id, now) >= 0.3:
-                return executor
-        time.sleep(0.02)
-    raise AssertionError(f"no executor ran a task in {timeout} s")
+        running = [
+            task
+            for stage in _rest(ui_port, f"/{app_id}/stages?status=active")
+            for task in _rest(ui_port, f"/{app_id}/stages/{stage['stageId']}/{stage['attemptId']}/taskList?status=running")
+        ]
+        now = time.time()
+        long_running = sorted(
+            (_launched(task), task["executorId"]) for task in running if now - _launched(task) >= 1.5
+        )
+        for _, executor_id in long_running:
+            for executor in cluster.executors():
+                if executor.app_id == app_id and executor.executor_id == executor_id:
+                    return executor
+        time.sleep(0.05)
+    raise AssertionError(f"no task ran for 1.5 s in {timeout} s")
+
+
+def _launched(task: dict) -> float:
+    """A task's launch time (Spark's REST API: ``2026-11-28T04:31:06.123GMT``), in seconds."""
+    return datetime.strptime(task["launchTime"].replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
 
 def _failed_tasks(ui_port: int) -> int:

@@ -60,10 +60,10 @@ def _placing():
 
 
 def test_a_spread_stage_serves_every_state_partition_in_fewer_tasks(spark, tmp_path):
-    """A small batch's stage runs in as many tasks as Spark runs at once (2 here), each
-    serving several of the 5 state partitions one after another: every row reaches the
-    session of the partition its key hashes to, as in a stage of one task per partition,
-    and the stores hold the same values after two batches."""
+    """A small batch's stage runs in as many tasks as Spark runs at once (2 here), or in
+    one, each serving several of the 5 state partitions one after another: every row
+    reaches the session of the partition its key hashes to, as in a stage of one task
+    per partition, and the stores hold the same values after two batches."""
     rows = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(60)]
     again = [(f"k{i}".encode(), f"w{i}".encode()) for i in range(0, 60, 3)]
     expected = {
@@ -72,11 +72,11 @@ def test_a_spread_stage_serves_every_state_partition_in_fewer_tasks(spark, tmp_p
     }
     assert len(set(expected.values())) == 5
     outputs = {}
-    for spread, tasks in ((True, 2), (False, 5)):
+    for spread, one_task, tasks in ((True, False, 2), (False, False, 5), (True, True, 1)):
         layout = StoreLayout(tmp_path / f"local-{tasks}", tmp_path / f"durable-{tasks}")
         got = []
         for batch_id, batch in enumerate((rows, again)):
-            stage = StoreStage(layout, "s", 5, batch_id, spread=spread)
+            stage = StoreStage(layout, "s", 5, batch_id, spread=spread, one_task=one_task)
             out = stage.run(spark.createDataFrame(batch, "k binary, v binary"), "k", _placing(),
                             "k binary, p int, before binary")
             assert out.rdd.getNumPartitions() == tasks
@@ -85,7 +85,7 @@ def test_a_spread_stage_serves_every_state_partition_in_fewer_tasks(spark, tmp_p
         assert all(before is None for _, _, before in got[0])
         assert got[1] == sorted((k, expected[k], b"v" + k[1:]) for k, _ in again)
         outputs[tasks] = got
-    assert outputs[2] == outputs[5]
+    assert outputs[2] == outputs[5] == outputs[1]
 
 
 def test_a_stage_function_is_built_once_and_each_batch_tells_its_tasks_its_versions(spark, tmp_path):

@@ -52,14 +52,17 @@ class BatchContext:
     """What a rule gets besides its inputs: the batch id, its positions (ordering time,
     invalid records), the physical facts of the plan and the batch's outputs.
     ``compute_first``: the batch is large enough that rows read by several consumers are
-    computed by a job of their own first. ``analysis``: the batch is the empty one the
-    runner analyzes the topology with (nothing is cached or computed)."""
+    computed by a job of their own first. ``one_task``: the batch is small enough that
+    each store stage runs in one task (see :class:`~tablestream.runtime.stage.StoreStage`).
+    ``analysis``: the batch is the empty one the runner analyzes the topology with
+    (nothing is cached or computed)."""
 
     batch_id: int
     positions: BatchPositions
     physical: PhysicalPlan
     output: BatchOutput
     compute_first: bool
+    one_task: bool = False
     analysis: bool = False
     # The stores' versions before this batch, and the accumulator its tasks report the
     # versions they write to (see :mod:`tablestream.runtime.stage`).
@@ -77,6 +80,7 @@ class BatchContext:
         return StoreStage(
             physical.layout, stores, physical.partitions, self.batch_id,
             versions=self.versions, written=self.written, memo=physical.stage_memo, spread=not self.compute_first,
+            one_task=self.one_task,
         )
 
     def persist(self, df: DataFrame, node: str | None = None) -> DataFrame:

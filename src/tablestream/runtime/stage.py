@@ -15,8 +15,10 @@ A small batch runs in fewer tasks than state partitions, as many as Spark runs a
 (``spread``): a task then serves every state partition ``p`` with ``p mod T`` its own,
 one after another, each with its own sessions. A Python task costs tens of
 milliseconds whatever its rows (a 10,000-change batch through four store stages on two
-cores: four tasks a stage ran in two waves). Large batches keep one task per state
-partition, so that a task gathers one partition's rows only.
+cores: four tasks a stage ran in two waves). A batch of fewer records still runs each
+stage in one task (``one_task``): its stages run side by side, so one task a stage
+keeps the cores busy without the fixed cost of the others. Large batches keep one task
+per state partition, so that a task gathers one partition's rows only.
 """
 
 from __future__ import annotations
@@ -53,11 +55,13 @@ class StoreStage:
     # as of its newest durable files) and where tasks report the versions they wrote.
     versions: Mapping[str, Mapping[int, Version]] | None = field(default=None, compare=False)
     written: Any = field(default=None, compare=False)
-    # The stages' functions and shuffle columns from one batch to the next (building
-    # them costs calls into the JVM); shared by the stages of an application.
+    # Schemas and partitioning columns from one batch to the next (building them costs
+    # calls into the JVM); shared by the stages of an application.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False)
-    # Run in as many tasks as Spark runs at once, when fewer than the state partitions.
+    # Run in as many tasks as Spark runs at once, when fewer than the state partitions;
+    # with ``one_task``, in one.
     spread: bool = False
+    one_task: bool = False
 
     def run(
         self, frame, key: str, kernel: Kernel, schema, *, key_places_only: bool = False, skipped: str | None = None
@@ -77,7 +81,7 @@ class StoreStage:
 
         reporter = current_reporter() if skipped is not None else None
         stores = (self.store,) if isinstance(self.store, str) else self.store
-        tasks = self._tasks(frame.sparkSession) if self.spread else self.partitions
+        tasks = self._tasks(frame.sparkSession) if self.spread or self.one_task else self.partitions
         columns = tuple(frame.columns)
         function = self._function(stores, key, kernel, schema, key_places_only, skipped, reporter, tasks, columns)
         frame.sparkSession.sparkContext.setLocalProperty(function.property, self._parameters(stores))
@@ -110,6 +114,8 @@ class StoreStage:
     def _tasks(self, spark) -> int:
         """The tasks of a spread stage: the state partitions, at most as many as Spark
         runs at once (its default parallelism, asked once per application)."""
+        if self.one_task:
+            return 1
         if "parallelism" not in self.memo:
             self.memo["parallelism"] = spark.sparkContext.defaultParallelism
         return max(1, min(self.partitions, self.memo["parallelism"]))
