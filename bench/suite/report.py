@@ -69,6 +69,13 @@ class Report:
             line["note"] = ours.note
         return line
 
+    def driver_memory(self, workload: str, batch: int, samples: dict[str, list]) -> None:
+        """The driver's memory sampled along consecutive steady batches (see
+        :func:`~suite.workloads.driver_memory`), with its growth from the first sample to
+        the last."""
+        growth = {k: round(v[-1] - v[0], 1) for k, v in samples.items() if k != "after"}
+        self._emit({"driver_memory": {"workload": workload, "batch": batch, **samples, "growth_mib": growth}})
+
     def memory(self, peaks: dict[str, float]) -> None:
         self._emit({"peak_memory_mib": {kind: round(mib, 1) for kind, mib in sorted(peaks.items())}})
 
@@ -96,3 +103,14 @@ class Report:
         console = Console(file=self.out, width=140)
         console.print(table)
         console.print(memory)
+        for line in self.lines:
+            if "driver_memory" in line:
+                found = line["driver_memory"]
+                drift = Table(title=f"driver memory along {found['after'][-1]} batches of {found['batch']:,} "
+                                    f"changes ({found['workload']}, MiB)")
+                drift.add_column("after batch", justify="right")
+                for column in ("jvm_heap_mib", "jvm_rss_mib", "python_rss_mib"):
+                    drift.add_column(column.removesuffix("_mib").replace("_", " "), justify="right")
+                for i, after in enumerate(found["after"]):
+                    drift.add_row(str(after), *(f"{found[c][i]:,.1f}" for c in ("jvm_heap_mib", "jvm_rss_mib", "python_rss_mib")))
+                console.print(drift)

@@ -17,6 +17,7 @@ W4 stream-table enrichment: a stream of records, each joined to its key's row of
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable
@@ -136,6 +137,40 @@ def steady(bench: Bench, app: Application, produce: Callable[[int], None], workl
     bench.report.measured(Timing(workload, "steady-floor", SYSTEM, 1, statistics.median(floor),
                                  note="a batch of one change, median of 3"))
     return states
+
+
+def driver_memory(bench: Bench, app: Application, produce: Callable[[int], None], workload: str,
+                  batches: int = 100, every: int = 10) -> None:
+    """The driver's memory over ``batches`` consecutive batches of ``sizes.batch`` changes
+    through the running query: after every ``every`` batches, the JVM's heap in use after
+    a full collection, the JVM's and this Python process's resident sets. A driver that
+    keeps something per batch grows from one sample to the next."""
+    jvm = bench.spark.sparkContext._jvm  # noqa: SLF001 - the JVM's Runtime: only through the gateway
+    runtime = jvm.java.lang.Runtime.getRuntime()
+    jvm_pid = jvm.java.lang.ProcessHandle.current().pid()
+    samples: dict[str, list] = {"after": [], "jvm_heap_mib": [], "jvm_rss_mib": [], "python_rss_mib": []}
+    query = app.start()
+    try:
+        for done in range(1, batches + 1):
+            produce(bench.sizes.batch)
+            query.processAllAvailable()
+            if done % every == 0:
+                gc.collect()
+                jvm.java.lang.System.gc()
+                samples["after"].append(done)
+                samples["jvm_heap_mib"].append(round((runtime.totalMemory() - runtime.freeMemory()) / 2**20, 1))
+                samples["jvm_rss_mib"].append(_resident_mib(jvm_pid))
+                samples["python_rss_mib"].append(_resident_mib("self"))
+    finally:
+        app.stop()
+    bench.report.driver_memory(workload, bench.sizes.batch, samples)
+
+
+def _resident_mib(pid) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
 def our_table(app: Application, store: str, *columns: str) -> pa.Table:
@@ -292,6 +327,8 @@ def w2(bench: Bench) -> None:
     checked("W2", "steady", aggregation_ours(app, topic, False), expected)
     spark_peer(bench, "W2", "steady", "recompute", s.batch,
                lambda: aggregation_spark(bench, store, topic, False), expected, runs=3)
+    driver_memory(bench, app, produce, "W2")
+    checked("W2", "driver-memory", aggregation_ours(app, topic, False), aggregation_expected(topic, log, False))
     if bench.flink is not None:
         bench.flink.steady("W2", states, lambda state: aggregation_expected(topic, state[topic], False), s.batch)
     if bench.sdp is not None:
