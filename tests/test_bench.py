@@ -100,6 +100,19 @@ def test_report_ratio_is_per_record():
     assert peer["peer"] == "transform_with_state" and peer["ratio"] == 20.0 and peer["seconds"] == 2.0
 
 
+def test_report_driver_memory_gives_each_samples_growth():
+    out = io.StringIO()
+    Report(out).driver_memory("W2", 500, {
+        "after": [10, 20, 30], "jvm_heap_mib": [120.5, 118.0, 121.0], "jvm_rss_mib": [2000.0, 1990.0, 1985.5],
+        "python_rss_mib": [306.4, 310.0, 319.4],
+    })
+    assert json.loads(out.getvalue()) == {"driver_memory": {
+        "workload": "W2", "batch": 500, "after": [10, 20, 30], "jvm_heap_mib": [120.5, 118.0, 121.0],
+        "jvm_rss_mib": [2000.0, 1990.0, 1985.5], "python_rss_mib": [306.4, 310.0, 319.4],
+        "growth_mib": {"jvm_heap_mib": 0.5, "jvm_rss_mib": -14.5, "python_rss_mib": 13.0},
+    }}
+
+
 @pytest.mark.slow
 def test_quick_run_checks_every_result():
     env = dict(os.environ, PYTHONPATH=str(BENCH.parent / "src"))
@@ -127,5 +140,8 @@ def test_quick_run_checks_every_result():
             ("W4", "enrich", "transform_with_state")} <= set(peers)
     assert all(m["peer_validated"] for key, m in peers.items() if key[2] in ("spark_batch", "recompute")
                or key[0] == "W4")
+    drift = next(line["driver_memory"] for line in lines if "driver_memory" in line)
+    assert drift["workload"] == "W2" and drift["after"] == list(range(10, 101, 10))
+    assert all(len(drift[k]) == 10 and min(drift[k]) > 0 for k in ("jvm_heap_mib", "jvm_rss_mib", "python_rss_mib"))
     memory = next(line["peak_memory_mib"] for line in lines if "peak_memory_mib" in line)
     assert memory["driver JVM"] > 0 and memory["Python driver"] > 0 and memory["Python workers"] > 0
