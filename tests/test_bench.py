@@ -104,12 +104,14 @@ def test_report_driver_memory_gives_each_samples_growth():
     out = io.StringIO()
     Report(out).driver_memory("W2", 500, {
         "after": [10, 20, 30], "jvm_heap_mib": [120.5, 118.0, 121.0], "jvm_rss_mib": [2000.0, 1990.0, 1985.5],
-        "python_rss_mib": [306.4, 310.0, 319.4],
+        "python_rss_mib": [306.4, 310.0, 319.4], "harness_logs_mib": [10.0, 15.0, 20.0],
     })
     assert json.loads(out.getvalue()) == {"driver_memory": {
         "workload": "W2", "batch": 500, "after": [10, 20, 30], "jvm_heap_mib": [120.5, 118.0, 121.0],
         "jvm_rss_mib": [2000.0, 1990.0, 1985.5], "python_rss_mib": [306.4, 310.0, 319.4],
-        "growth_mib": {"jvm_heap_mib": 0.5, "jvm_rss_mib": -14.5, "python_rss_mib": 13.0},
+        "harness_logs_mib": [10.0, 15.0, 20.0],
+        "growth_mib": {"jvm_heap_mib": 0.5, "jvm_rss_mib": -14.5, "python_rss_mib": 13.0, "harness_logs_mib": 10.0,
+                       "python_rss_less_logs_mib": 3.0},
     }}
 
 
@@ -142,6 +144,6 @@ def test_quick_run_checks_every_result():
                or key[0] == "W4")
     drift = next(line["driver_memory"] for line in lines if "driver_memory" in line)
     assert drift["workload"] == "W2" and drift["after"] == list(range(10, 101, 10))
-    assert all(len(drift[k]) == 10 and min(drift[k]) > 0 for k in ("jvm_heap_mib", "jvm_rss_mib", "python_rss_mib"))
+    assert all(len(drift[k]) == 10 and min(drift[k]) > 0 for k in ("jvm_heap_mib", "jvm_rss_mib", "python_rss_mib", "harness_logs_mib"))
     memory = next(line["peak_memory_mib"] for line in lines if "peak_memory_mib" in line)
     assert memory["driver JVM"] > 0 and memory["Python driver"] > 0 and memory["Python workers"] > 0

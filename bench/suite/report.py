@@ -74,6 +74,8 @@ class Report:
         :func:`~suite.workloads.driver_memory`), with its growth from the first sample to
         the last."""
         growth = {k: round(v[-1] - v[0], 1) for k, v in samples.items() if k != "after"}
+        if "harness_logs_mib" in growth:  # the Python driver's own growth
+            growth["python_rss_less_logs_mib"] = round(growth["python_rss_mib"] - growth["harness_logs_mib"], 1)
         self._emit({"driver_memory": {"workload": workload, "batch": batch, **samples, "growth_mib": growth}})
 
     def memory(self, peaks: dict[str, float]) -> None:
@@ -109,8 +111,9 @@ class Report:
                 drift = Table(title=f"driver memory along {found['after'][-1]} batches of {found['batch']:,} "
                                     f"changes ({found['workload']}, MiB)")
                 drift.add_column("after batch", justify="right")
-                for column in ("jvm_heap_mib", "jvm_rss_mib", "python_rss_mib"):
+                columns = [c for c in ("jvm_heap_mib", "jvm_rss_mib", "python_rss_mib", "harness_logs_mib") if c in found]
+                for column in columns:
                     drift.add_column(column.removesuffix("_mib").replace("_", " "), justify="right")
                 for i, after in enumerate(found["after"]):
-                    drift.add_row(str(after), *(f"{found[c][i]:,.1f}" for c in ("jvm_heap_mib", "jvm_rss_mib", "python_rss_mib")))
+                    drift.add_row(str(after), *(f"{found[c][i]:,.1f}" for c in columns))
                 console.print(drift)

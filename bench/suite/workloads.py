@@ -140,15 +140,18 @@ def steady(bench: Bench, app: Application, produce: Callable[[int], None], workl
 
 
 def driver_memory(bench: Bench, app: Application, produce: Callable[[int], None], workload: str,
-                  batches: int = 100, every: int = 10) -> None:
+                  logs: dict[str, Log], batches: int = 100, every: int = 10) -> None:
     """The driver's memory over ``batches`` consecutive batches of ``sizes.batch`` changes
     through the running query: after every ``every`` batches, the JVM's heap in use after
-    a full collection, the JVM's and this Python process's resident sets. A driver that
-    keeps something per batch grows from one sample to the next."""
+    a full collection, the JVM's and this Python process's resident sets, and what of the
+    latter the harness's ``logs`` hold (every record written, for the checks). A driver
+    that keeps something per batch grows from one sample to the next."""
     jvm = bench.spark.sparkContext._jvm  # noqa: SLF001 - the JVM's Runtime: only through the gateway
     runtime = jvm.java.lang.Runtime.getRuntime()
     jvm_pid = jvm.java.lang.ProcessHandle.current().pid()
-    samples: dict[str, list] = {"after": [], "jvm_heap_mib": [], "jvm_rss_mib": [], "python_rss_mib": []}
+    samples: dict[str, list] = {
+        "after": [], "jvm_heap_mib": [], "jvm_rss_mib": [], "python_rss_mib": [], "harness_logs_mib": [],
+    }
     query = app.start()
     try:
         for done in range(1, batches + 1):
@@ -161,6 +164,8 @@ def driver_memory(bench: Bench, app: Application, produce: Callable[[int], None]
                 samples["jvm_heap_mib"].append(round((runtime.totalMemory() - runtime.freeMemory()) / 2**20, 1))
                 samples["jvm_rss_mib"].append(_resident_mib(jvm_pid))
                 samples["python_rss_mib"].append(_resident_mib("self"))
+                held = sum(part.nbytes for log in logs.values() for part in log.parts)
+                samples["harness_logs_mib"].append(round(held / 2**20, 1))
     finally:
         app.stop()
     bench.report.driver_memory(workload, bench.sizes.batch, samples)
@@ -327,7 +332,7 @@ def w2(bench: Bench) -> None:
     checked("W2", "steady", aggregation_ours(app, topic, False), expected)
     spark_peer(bench, "W2", "steady", "recompute", s.batch,
                lambda: aggregation_spark(bench, store, topic, False), expected, runs=3)
-    driver_memory(bench, app, produce, "W2")
+    driver_memory(bench, app, produce, "W2", {topic: log})
     checked("W2", "driver-memory", aggregation_ours(app, topic, False), aggregation_expected(topic, log, False))
     if bench.flink is not None:
         bench.flink.steady("W2", states, lambda state: aggregation_expected(topic, state[topic], False), s.batch)
