@@ -55,8 +55,8 @@ class StoreStage:
     # as of its newest durable files) and where tasks report the versions they wrote.
     versions: Mapping[str, Mapping[int, Version]] | None = field(default=None, compare=False)
     written: Any = field(default=None, compare=False)
-    # Schemas and partitioning columns from one batch to the next (building them costs
-    # calls into the JVM); shared by the stages of an application.
+    # The stages' functions and shuffle columns from one batch to the next (building
+    # them costs calls into the JVM); shared by the stages of an application.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False)
     # Run in as many tasks as Spark runs at once, when fewer than the state partitions;
     # with ``one_task``, in one.
@@ -112,8 +112,9 @@ class StoreStage:
         return function
 
     def _tasks(self, spark) -> int:
-        """The tasks of a spread stage: the state partitions, at most as many as Spark
-        runs at once (its default parallelism, asked once per application)."""
+        """The tasks of a spread stage: one with ``one_task``, else the state partitions,
+        at most as many as Spark runs at once (its default parallelism, asked once per
+        application)."""
         if self.one_task:
             return 1
         if "parallelism" not in self.memo:
