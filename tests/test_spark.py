@@ -88,3 +88,52 @@ def test_local_python_workers_run_this_interpreter_and_a_clusters_its_own(master
     from tablestream.spark import runs_locally
 
     assert runs_locally(master, submit_args) is local
+
+
+def test_a_local_sessions_python_workers_import_the_installed_pyspark_not_sparks_archive(spark):
+    """Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on its Python processes'
+    path, and Python compiles what it imports from an archive at every start: a local
+    session's processes import the installed package instead."""
+    import pyspark
+    from pyspark.sql import functions as F
+
+    from tablestream.spark import session_runs_locally
+
+    if not session_runs_locally(spark):
+        pytest.skip("a cluster's executors run the Python and PySpark their hosts have")
+
+    @F.udf("string")
+    def pyspark_file(_):
+        import pyspark as worker_pyspark
+
+        return worker_pyspark.__file__
+
+    [row] = spark.range(1).select(pyspark_file("id").alias("file")).collect()
+    assert row.file == pyspark.__file__
+
+
+def test_the_local_spark_home_links_the_package_but_its_python_archives(tmp_path, monkeypatch):
+    import pyspark
+
+    from tablestream.spark import _local_spark_home, _spark_home
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    package = Path(pyspark.__file__).resolve().parent
+    home = _local_spark_home()
+    assert home is not None and home.parent == tmp_path / "tablestream"
+    assert (home / "jars").resolve() == package / "jars"
+    assert (home / "bin" / "spark-submit").exists()
+    assert not (home / "python").exists() and (package / "python" / "lib" / "pyspark.zip").exists()
+    assert _local_spark_home() == home
+    assert sorted(p.name for p in (tmp_path / "tablestream").iterdir()) == [home.name]  # nothing left over
+    with _spark_home(home):
+        assert os.environ["SPARK_HOME"] == str(home)
+    assert "SPARK_HOME" not in os.environ
+
+
+def test_a_spark_home_the_user_set_is_kept(monkeypatch):
+    from tablestream.spark import _local_spark_home
+
+    monkeypatch.setenv("SPARK_HOME", "/opt/spark")
+    assert _local_spark_home() is None
