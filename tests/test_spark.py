@@ -137,3 +137,58 @@ def test_a_spark_home_the_user_set_is_kept(monkeypatch):
 
     monkeypatch.setenv("SPARK_HOME", "/opt/spark")
     assert _local_spark_home() is None
+
+
+def test_a_local_sessions_python_workers_are_forked_by_the_quiet_daemon(spark):
+    from pyspark.sql import functions as F
+
+    from tablestream.spark import session_runs_locally
+
+    if not session_runs_locally(spark):
+        pytest.skip("a cluster's executors fork their workers with Spark's own daemon")
+
+    @F.udf("string")
+    def main_module(_):
+        import sys as worker_sys
+
+        return worker_sys.modules["__main__"].__spec__.name
+
+    assert spark.range(1).select(main_module("id")).collect()[0][0] == "tablestream.spark_daemon"
+
+
+def test_the_daemon_ends_a_worker_whose_connection_spark_closed_without_raising(monkeypatch):
+    from tablestream import spark_daemon
+
+    def closed(sock, authenticated):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(spark_daemon, "_spark_worker", closed)
+    assert spark_daemon.worker(None, True) == -1
+
+    def failed(sock, authenticated):
+        raise RuntimeError("a worker's own failure")
+
+    monkeypatch.setattr(spark_daemon, "_spark_worker", failed)
+    with pytest.raises(RuntimeError, match="a worker's own failure"):
+        spark_daemon.worker(None, True)
+
+
+IDLE = """
+import time
+from tablestream.spark import get_spark
+spark = get_spark()
+frame = spark.range(4).repartition(2)
+frame.mapInArrow(lambda batches: batches, frame.schema).collect()
+time.sleep(75)  # Spark stops a Python worker idle for a minute
+print(frame.count())
+spark.stop()
+"""
+
+
+@pytest.mark.slow
+def test_python_workers_spark_stops_when_idle_leave_nothing_on_stderr():
+    env = {k: v for k, v in os.environ.items() if k != "TABLESTREAM_VERBOSE"}
+    env["PYTHONPATH"] = str(Path(__file__).parents[1] / "src")
+    run = subprocess.run([sys.executable, "-c", IDLE], env=env, capture_output=True, text=True, timeout=400)
+    assert (run.returncode, run.stdout) == (0, "4\n")
+    assert [line for line in run.stderr.splitlines() if not line.startswith(NOTICE_START)] == []

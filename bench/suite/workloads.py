@@ -110,13 +110,13 @@ def timed(action: Callable[[], object]) -> float:
 
 
 def steady(bench: Bench, app: Application, produce: Callable[[int], None], workload: str,
-           logs: dict[str, Log]) -> list[dict[str, Log]]:
+           logs: dict[str, Log], phase: str = "steady") -> list[dict[str, Log]]:
     """Batches of ``sizes.batch`` changes through the running query: from the moment
     they are in the topics until the query has processed them (its outputs committed);
-    the median is reported beside the time of a batch of one change (the floor). The
-    first batch after the start is not counted (the query's first trigger). Returns the
-    ``logs`` as they were before the first timed batch and after each (for Flink's
-    steady batches, the same records)."""
+    the median is reported as ``phase`` beside the time of a batch of one change (the
+    floor, ``phase``-floor). The first batch after the start is not counted (the query's
+    first trigger). Returns the ``logs`` as they were before the first timed batch and
+    after each (for Flink's steady batches, the same records)."""
     query = app.start()
     try:
         produce(bench.sizes.batch)
@@ -132,11 +132,28 @@ def steady(bench: Bench, app: Application, produce: Callable[[int], None], workl
             floor.append(timed(query.processAllAvailable))
     finally:
         app.stop()
-    bench.report.measured(Timing(workload, "steady", SYSTEM, bench.sizes.batch, statistics.median(times),
+    bench.report.measured(Timing(workload, phase, SYSTEM, bench.sizes.batch, statistics.median(times),
                                  note=f"median of {len(times)} batches"))
-    bench.report.measured(Timing(workload, "steady-floor", SYSTEM, 1, statistics.median(floor),
+    bench.report.measured(Timing(workload, f"{phase}-floor", SYSTEM, 1, statistics.median(floor),
                                  note="a batch of one change, median of 3"))
     return states
+
+
+def state_doubled(bench: Bench, app: Application, grow: Callable[[], str], produce: Callable[[int], None],
+                  workload: str, logs: dict[str, Log], check: Callable[[], None]) -> None:
+    """The steady batches again once the state has doubled: ``grow()`` writes as many new
+    keys as the topics held and says what it wrote, the application catches up with them
+    (not timed), then ``produce`` spreads its changes over every key. Reported as phase
+    ``steady-2x-state``, with the steady median at the first state as its peer
+    ``tablestream-1x-state``: the ratio is that time over this one (0.77 or more: at
+    most 30% slower with twice the state). ``check()`` then checks the results."""
+    grown = grow()
+    app.run_until_caught_up()
+    steady(bench, app, produce, workload, logs, phase="steady-2x-state")
+    check()
+    first = bench.report.ours[workload, "steady"]
+    bench.report.compared(Timing(workload, "steady-2x-state", f"{SYSTEM}-1x-state", first.records, first.seconds,
+                                 note=f"the steady median before {grown}"))
 
 
 def driver_memory(bench: Bench, app: Application, produce: Callable[[int], None], workload: str,
@@ -321,10 +338,10 @@ def w2(bench: Bench) -> None:
     if bench.sdp is not None:
         bench.sdp.update("W2", "catch-up", {topic: log}, s.w2_changes, expected)
 
-    ts = [2_000_000_000]
+    ts, key_count = [2_000_000_000], [s.w2_keys]
 
     def produce(n: int) -> None:
-        append(store, topic, log, engine_core.changelog(bench.rng, n, (0, s.w2_keys), ts[0], 0.05))
+        append(store, topic, log, engine_core.changelog(bench.rng, n, (0, key_count[0]), ts[0], 0.05))
         ts[0] += n
 
     states = steady(bench, app, produce, "W2", {topic: log})
@@ -338,6 +355,17 @@ def w2(bench: Bench) -> None:
         bench.flink.steady("W2", states, lambda state: aggregation_expected(topic, state[topic], False), s.batch)
     if bench.sdp is not None:
         bench.sdp.steady("W2", {topic: log}, produce, lambda: aggregation_expected(topic, log, False), s.batch)
+
+    def grow() -> str:
+        added = np.arange(s.w2_keys, 2 * s.w2_keys)
+        records = engine_core.changelog(bench.rng, s.w2_keys, (0, 1), 3_000_000_000, 0.0)
+        key_text = pc.binary_join_element_wise("k", pa.array(added).cast(pa.string()), "").cast(pa.binary())
+        append(store, topic, log, records.set_column(0, "key", key_text))
+        key_count[0] = 2 * s.w2_keys
+        return f"{s.w2_keys:,} more keys"
+
+    state_doubled(bench, app, grow, produce, "W2", {topic: log}, lambda: checked(
+        "W2", "steady-2x-state", aggregation_ours(app, topic, False), aggregation_expected(topic, log, False)))
 
 
 # ------------------------------------------------------------------------ W3
@@ -440,6 +468,17 @@ def w3(bench: Bench) -> None:
         bench.flink.steady("W3", states, lambda state: fk_expected(state["orders"], state["products"]), s.batch)
     if bench.sdp is not None:
         bench.sdp.steady("W3", logs, produce, lambda: fk_expected(logs["orders"], logs["products"]), s.batch)
+
+    def grow() -> str:
+        append(store, "products", logs["products"], work.products(np.arange(s.w3_products, 2 * s.w3_products), ts[0]))
+        work.right = 2 * s.w3_products
+        work.grow(s.w3_orders)
+        append(store, "orders", logs["orders"], work.initial_orders(s.w3_orders, s.w3_orders, ts[0]))
+        ts[0] += s.w3_orders
+        return f"{s.w3_orders:,} more orders and {s.w3_products:,} more products"
+
+    state_doubled(bench, app, grow, produce, "W3", logs, lambda: checked(
+        "W3", "steady-2x-state", fk_ours(app), fk_expected(logs["orders"], logs["products"])))
 
 
 # ------------------------------------------------------------------------ W4

@@ -50,6 +50,8 @@ _BASE_CONF: dict[str, str] = {
 }
 
 _LOCAL_CONF: dict[str, str] = {
+    # Spark's daemon, but quiet when Spark stops an idle worker (see spark_daemon).
+    "spark.python.daemon.module": "tablestream.spark_daemon",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
     "spark.ui.enabled": "false",
