@@ -192,3 +192,13 @@ def test_python_workers_spark_stops_when_idle_leave_nothing_on_stderr():
     run = subprocess.run([sys.executable, "-c", IDLE], env=env, capture_output=True, text=True, timeout=400)
     assert (run.returncode, run.stdout) == (0, "4\n")
     assert [line for line in run.stderr.splitlines() if not line.startswith(NOTICE_START)] == []
+
+
+def test_without_a_writable_cache_spark_keeps_its_own_home(tmp_path, monkeypatch):
+    from tablestream.spark import _local_spark_home
+
+    blocked = tmp_path / "cache"
+    blocked.write_text("a file where the cache directory would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    assert _local_spark_home() is None

@@ -334,15 +334,14 @@ def _local_spark_home() -> Path | None:
     home = _cache_dir() / f"spark-home-{digest}"
     if (home / "jars").is_dir():
         return home
-    home.parent.mkdir(parents=True, exist_ok=True)
     building = home.with_name(f"{home.name}.{uuid.uuid4().hex}.tmp")
-    building.mkdir()
-    for entry in package.iterdir():
-        if entry.name != "python":
-            (building / entry.name).symlink_to(entry)
     try:
+        building.mkdir(parents=True)
+        for entry in package.iterdir():
+            if entry.name != "python":
+                (building / entry.name).symlink_to(entry)
         building.rename(home)
-    except OSError:  # another process built it first
+    except OSError:  # another process built it first, or no cache here: Spark's own home
         shutil.rmtree(building, ignore_errors=True)
     return home if (home / "jars").is_dir() else None
 
