@@ -308,15 +308,19 @@ def w1(bench: Bench) -> None:
         bench.flink.run("W1", "bootstrap", {topic: log}, s.w1_records, expected)
 
 
+def one_record_per_key(bench: Bench, first: int, end: int, ts0: int) -> pa.Table:
+    """A W2 record for each of keys ``k<first>`` to ``k<end - 1>``, in key order."""
+    records = engine_core.changelog(bench.rng, end - first, (first, end), ts0, 0.0)
+    keys = pc.binary_join_element_wise("k", pa.array(np.arange(first, end)).cast(pa.string()), "")
+    return records.set_column(0, "key", keys.cast(pa.binary()))
+
+
 def w2(bench: Bench) -> None:
     """W2: a table of KEYS keys summed by group: bootstrap (one record per key), catch-up
     of a backlog of changes, steady batches."""
     s, topic, log = bench.sizes, "w2", Log()
     store = bench.store("w2", {topic: log})
-    keys = np.arange(s.w2_keys)
-    first = engine_core.changelog(bench.rng, s.w2_keys, (0, s.w2_keys), 0, 0.0)
-    first = first.set_column(0, "key", pc.binary_join_element_wise("k", pa.array(keys).cast(pa.string()), "").cast(pa.binary()))
-    append(store, topic, log, first)
+    append(store, topic, log, one_record_per_key(bench, 0, s.w2_keys, 0))
     app, expected = aggregation_bootstrap(bench, "W2", store, log, False, s.w2_keys)
     if bench.sdp is not None:
         bench.sdp.update("W2", "bootstrap", {topic: log}, s.w2_keys, expected)
@@ -357,10 +361,7 @@ def w2(bench: Bench) -> None:
         bench.sdp.steady("W2", {topic: log}, produce, lambda: aggregation_expected(topic, log, False), s.batch)
 
     def grow() -> str:
-        added = np.arange(s.w2_keys, 2 * s.w2_keys)
-        records = engine_core.changelog(bench.rng, s.w2_keys, (0, 1), 3_000_000_000, 0.0)
-        key_text = pc.binary_join_element_wise("k", pa.array(added).cast(pa.string()), "").cast(pa.binary())
-        append(store, topic, log, records.set_column(0, "key", key_text))
+        append(store, topic, log, one_record_per_key(bench, s.w2_keys, 2 * s.w2_keys, 3_000_000_000))
         key_count[0] = 2 * s.w2_keys
         return f"{s.w2_keys:,} more keys"
 
