@@ -156,6 +156,20 @@ def test_a_local_sessions_python_workers_are_forked_by_the_quiet_daemon(spark):
     assert spark.range(1).select(main_module("id")).collect()[0][0] == "tablestream.spark_daemon"
 
 
+def test_a_local_sessions_queries_write_their_checkpoint_through_hadoops_file_system(spark, tmp_path):
+    # Hadoop's FileContext forks chmod and readlink processes for each file it writes on a
+    # local disk (20 per trigger); its FileSystem does not.
+    from tablestream.spark import session_runs_locally
+
+    if not session_runs_locally(spark):
+        pytest.skip("a cluster keeps Spark's default checkpoint writer")
+    jvm = spark.sparkContext._jvm
+    manager = jvm.org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.create(
+        jvm.org.apache.hadoop.fs.Path(str(tmp_path / "checkpoint")), spark._jsparkSession.sessionState().newHadoopConf()
+    )
+    assert manager.getClass().getSimpleName() == "FileSystemBasedCheckpointFileManager"
+
+
 def test_the_daemon_ends_a_worker_whose_connection_spark_closed_without_raising(monkeypatch):
     from tablestream import spark_daemon
 

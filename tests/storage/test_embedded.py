@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 import shutil
+import threading
 
 import pyarrow as pa
 import pytest
@@ -208,6 +209,48 @@ def test_append_with_transaction_is_idempotent(store):
     assert len(store.consume("out")) == 2
     assert store.append("out", batch, txn=("app-1", 8)).num_rows == 2
     assert len(store.consume("out")) == 4
+
+
+def test_records_appended_to_several_topics_are_seen_together(store, monkeypatch):
+    store.create_topic(TopicConfig("orders", partitions=1))
+    store.create_topic(TopicConfig("products", partitions=1))
+    reader = EmbeddedStore(store.home)  # another reader of the same home, as a query's source
+    seen, readers = {}, []
+    appended = EmbeddedStore.append
+
+    def append(self, name, batch, **kwargs):
+        written = appended(self, name, batch, **kwargs)
+        if name == "orders":  # between the two topics' appends: a trigger reads the ends
+            thread = threading.Thread(target=lambda: seen.update(reader.end_offsets_of(["orders", "products"])))
+            thread.start()
+            thread.join(0.5)
+            seen["waited"] = thread.is_alive()
+            readers.append(thread)
+        return written
+
+    monkeypatch.setattr(EmbeddedStore, "append", append)
+    written = store.append_many({
+        "orders": pa.table({"key": [b"o1", b"o2"], "value": [b"1", b"2"], "timestamp": [5, 6]}),
+        "products": pa.table({"key": [b"p1"], "value": [b"3"], "timestamp": [7]}),
+    })
+    readers[0].join(10)
+    assert seen == {"waited": True, "orders": {0: 2}, "products": {0: 1}}
+    assert {name: rows.select(["key", "offset", "timestamp"]).to_pylist() for name, rows in written.items()} == {
+        "orders": [{"key": b"o1", "offset": 0, "timestamp": 5}, {"key": b"o2", "offset": 1, "timestamp": 6}],
+        "products": [{"key": b"p1", "offset": 0, "timestamp": 7}],
+    }
+    assert [r.key for r in store.consume("orders")] == [b"o1", b"o2"]
+    assert [r.key for r in store.consume("products")] == [b"p1"]
+
+
+def test_appending_to_several_topics_one_of_which_is_unknown_writes_nothing(store):
+    store.create_topic(TopicConfig("orders", partitions=1))
+    with pytest.raises(UnknownTopicError, match="^Unknown topic 'nope'$"):
+        store.append_many({
+            "orders": pa.table({"key": [b"o1"], "value": [b"1"]}),
+            "nope": pa.table({"key": [b"x"], "value": [b"2"]}),
+        })
+    assert store.end_offsets_of(["orders"]) == {"orders": {0: 0}}
 
 
 def _damage(store, name, how):

@@ -103,18 +103,23 @@ class EmbeddedStore:
         return self._topic_dir(name) / "log"
 
     @contextlib.contextmanager
-    def _lock(self, at: Durable) -> Iterator[None]:
+    def _lock(self, at: Durable, *, shared: bool = False) -> Iterator[None]:
         path = local_path(at)
         if path is None:  # no lock on a home that is not local
             yield
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _visibility_lock(self, *, shared: bool) -> contextlib.AbstractContextManager[None]:
+        """Held exclusively by :meth:`append_many` across its topics, and shared by
+        :meth:`end_offsets_of` while it reads their ends."""
+        return self._lock(self.topics_dir / ".visibility.lock", shared=shared)
 
     def _catalog_lock(self) -> contextlib.AbstractContextManager[None]:
         return self._lock(self.topics_dir / ".catalog.lock")
@@ -238,6 +243,13 @@ class EmbeddedStore:
         with self._reading_log(name):
             return _end_offsets(self._open_log(name), config)
 
+    def end_offsets_of(self, names: Sequence[str]) -> dict[str, dict[int, int]]:
+        """Each topic's end offsets, read together: records that :meth:`append_many`
+        writes to several of them are in all of their ends or in none (on a local home;
+        elsewhere each topic's end is read as :meth:`end_offsets` reads it)."""
+        with self._visibility_lock(shared=True):
+            return {name: self.end_offsets(name) for name in names}
+
     # ------------------------------------------------------------------------- append
     def produce(self, name: str, records: Sequence[Record]) -> list[Record]:
         """Append records atomically (all or none); returns them with partition, offset
@@ -302,6 +314,22 @@ class EmbeddedStore:
                 )
                 _maybe_checkpoint(path, self._options)
         return rows
+
+    def append_many(self, batches: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
+        """Append records to several topics (topic name -> records as :meth:`append`
+        takes them), so that readers of end offsets see them together: while it runs,
+        :meth:`end_offsets_of` (what a streaming query's source reads at each trigger)
+        waits, so one micro-batch gets all of them, as ``read_committed`` consumers see
+        the writes of one Kafka transaction. Each topic's records are one atomic append;
+        a process that dies part-way leaves the topics appended before it. Returns each
+        topic's rows as written (see :meth:`append`).
+
+        >>> store.append_many({"orders": order_changes, "products": product_changes})  # doctest: +SKIP
+        """
+        for name in batches:
+            self.topic_config(name)  # every topic exists before any is written
+        with self._visibility_lock(shared=False):
+            return {name: self.append(name, batch) for name, batch in batches.items()}
 
     @contextlib.contextmanager
     def appending_files(self, name: str, txn: tuple[str, int]) -> Iterator[FileAppend]:

@@ -138,7 +138,7 @@ class EmbeddedTopicReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
 
     def _ends(self) -> Offsets:
-        return {t: self.store.end_offsets(t) for t in self.topics}
+        return self.store.end_offsets_of(self.topics)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadAllAvailable() if self.max_records is None else ReadMaxRows(self.max_records)

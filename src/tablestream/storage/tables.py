@@ -78,6 +78,23 @@ class DeltaTables:
     def __init__(self, root: str | os.PathLike[str] | Location, application_id: str, run: str | None = None):
         self.root: Durable = root if isinstance(root, Location) else Path(root)
         self.txn_app = transaction_app(application_id, run)
+        self._open: dict[str, DeltaTable] = {}
+
+    def _current(self, store: str) -> DeltaTable | None:
+        """``store``'s Delta table as it is now, None before its first commit. It is kept
+        open from one batch to the next and brought up to date by reading the commits
+        since (opening it anew reads its log from its last checkpoint: a batch's append
+        took 76-109 ms that way against 30-38 ms)."""
+        table = self._open.get(store)
+        if table is not None:
+            table.update_incremental()
+            return table
+        path = self.path(store)
+        options = delta_options(path)
+        if not DeltaTable.is_deltatable(str(path), options):
+            return None
+        table = self._open[store] = DeltaTable(str(path), storage_options=options)
+        return table
 
     def path(self, store: str) -> Durable:
         """The Delta table of ``store``."""
@@ -86,17 +103,17 @@ class DeltaTables:
     def append(self, store: str, changes: pa.Table, batch_id: int) -> None:
         path = self.path(store)
         rows = table_rows(changes, batch_id)
-        options = delta_options(path)
-        if DeltaTable.is_deltatable(str(path), options):
-            done = DeltaTable(str(path), storage_options=options).transaction_version(self.txn_app)
+        table = self._current(store)
+        if table is not None:
+            done = table.transaction_version(self.txn_app)
             if done is not None and done >= batch_id:
                 return
         path.parent.mkdir(parents=True, exist_ok=True)
         write_deltalake(
-            str(path),
+            str(path) if table is None else table,
             rows,
             mode="append",
-            storage_options=options,
+            storage_options=delta_options(path),
             commit_properties=CommitProperties(
                 app_transactions=[Transaction(self.txn_app, batch_id)]
             ),
@@ -107,13 +124,9 @@ class DeltaTables:
         tasks, see :func:`table_rows`) before :meth:`commit_files` commits them; ``done``
         when the batch is already appended (a replay writes nothing)."""
         path = self.path(store)
-        options = delta_options(path)
-        done = (
-            DeltaTable(str(path), storage_options=options).transaction_version(self.txn_app)
-            if DeltaTable.is_deltatable(str(path), options)
-            else None
-        )
-        return TableFiles(store, str(path), batch_id, done is not None and done >= batch_id, options)
+        table = self._current(store)
+        done = None if table is None else table.transaction_version(self.txn_app)
+        return TableFiles(store, str(path), batch_id, done is not None and done >= batch_id, delta_options(path))
 
     def commit_files(self, target: TableFiles, files: list[DataFile], schema: pa.Schema) -> None:
         """Commit the data files of one batch's changes (rows of ``schema``, see
