@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
             for name in workloads:
                 WORKLOADS[name](bench)
             spark.stop()
-        report.memory(memory.peaks)
+        report.memory(memory.peaks, memory.peak_processes)
         report.table(memory.peaks)
         print(f"{len(report.lines) - 1} measurements in {time.perf_counter() - began:.0f} s; load average "
               f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)

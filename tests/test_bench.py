@@ -152,5 +152,10 @@ def test_quick_run_checks_every_result():
     drift = next(line["driver_memory"] for line in lines if "driver_memory" in line)
     assert drift["workload"] == "W2" and drift["after"] == list(range(10, 101, 10))
     assert all(len(drift[k]) == 10 and min(drift[k]) > 0 for k in ("jvm_heap_mib", "jvm_rss_mib", "python_rss_mib", "harness_logs_mib"))
-    memory = next(line["peak_memory_mib"] for line in lines if "peak_memory_mib" in line)
+    peaks = next(line for line in lines if "peak_memory_mib" in line)
+    memory = peaks["peak_memory_mib"]
     assert memory["driver JVM"] > 0 and memory["Python driver"] > 0 and memory["Python workers"] > 0
+    # Each kind's peak is the sum of its processes then.
+    assert set(peaks["peak_processes"]) == set(memory)
+    for kind, members in peaks["peak_processes"].items():
+        assert abs(sum(mib for _pid, _command, mib in members) - memory[kind]) <= 0.1 * len(members)

@@ -57,6 +57,14 @@ def _kind(pid: int, parent_kind: str | None) -> str | None:
     return None
 
 
+def _command(pid: int) -> str:
+    """The start of a process's command line."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:80].strip()
+    except OSError:
+        return "?"
+
+
 class PeakMemory:
     """The highest ``VmHWM`` (MiB) per kind of process, and the sum of the peaks of a
     kind's processes alive at once (several Python workers)."""
@@ -64,6 +72,9 @@ class PeakMemory:
     def __init__(self, interval: float = 0.5):
         self.interval = interval
         self.peaks: dict[str, float] = {}
+        # The processes of each kind at its peak: (pid, command line, MiB), to tell a peak
+        # of one process from several alive at once.
+        self.peak_processes: dict[str, list[tuple[int, str, float]]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
 
@@ -83,7 +94,9 @@ class PeakMemory:
     def sample(self) -> None:
         me = os.getpid()
         tree = _children()
-        totals: dict[str, float] = {"Python driver": int(_status(me)["VmHWM"].split()[0]) / 1024}
+        driver = int(_status(me)["VmHWM"].split()[0]) / 1024
+        totals: dict[str, float] = {"Python driver": driver}
+        members: dict[str, list[tuple[int, str, float]]] = {"Python driver": [(me, _command(me), driver)]}
         stack = [(child, "Python driver") for child in tree.get(me, [])]
         while stack:
             pid, parent_kind = stack.pop()
@@ -94,6 +107,9 @@ class PeakMemory:
                 except (OSError, KeyError):
                     continue
                 totals[kind] = totals.get(kind, 0.0) + mib
+                members.setdefault(kind, []).append((pid, _command(pid), mib))
             stack += [(child, kind or parent_kind) for child in tree.get(pid, [])]
         for kind, mib in totals.items():
-            self.peaks[kind] = max(self.peaks.get(kind, 0.0), mib)
+            if mib > self.peaks.get(kind, 0.0):
+                self.peaks[kind] = mib
+                self.peak_processes[kind] = members[kind]

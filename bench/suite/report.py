@@ -78,8 +78,15 @@ class Report:
             growth["python_rss_less_logs_mib"] = round(growth["python_rss_mib"] - growth["harness_logs_mib"], 1)
         self._emit({"driver_memory": {"workload": workload, "batch": batch, **samples, "growth_mib": growth}})
 
-    def memory(self, peaks: dict[str, float]) -> None:
-        self._emit({"peak_memory_mib": {kind: round(mib, 1) for kind, mib in sorted(peaks.items())}})
+    def memory(self, peaks: dict[str, float], processes: dict[str, list[tuple[int, str, float]]] | None = None) -> None:
+        """Each kind's peak, and (``peak_processes``) the processes that made it."""
+        line = {"peak_memory_mib": {kind: round(mib, 1) for kind, mib in sorted(peaks.items())}}
+        if processes:
+            line["peak_processes"] = {
+                kind: [[pid, command, round(mib, 1)] for pid, command, mib in members]
+                for kind, members in sorted(processes.items())
+            }
+        self._emit(line)
 
     def table(self, peaks: dict[str, float]) -> None:
         from rich.console import Console

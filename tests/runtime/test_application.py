@@ -85,11 +85,14 @@ def test_compacting_a_materialized_table_keeps_its_rows(tmp_path, spark):
 def test_a_batch_after_a_large_one_has_its_positions_summed_up_by_its_tasks(tmp_path, spark, monkeypatch):
     """The first batch and any batch after a large one (here: 3 records or more) sum up
     their positions in the tasks; a batch after a small one brings them to the driver.
-    Both give the same outputs."""
+    Both give the same outputs. (Batches whose positions are read first: not bounded
+    by their planned offsets.)"""
+    from tablestream.runtime import app as app_module
     from tablestream.runtime import runner
 
     store, app = _orders_app(tmp_path / "home", spark)
     monkeypatch.setattr(runner, "_COMPUTE_FIRST", 3)
+    monkeypatch.setattr(app_module, "_records_between", lambda start, end: None)
     chosen = []
     read = runner.read_positions
 
@@ -236,10 +239,10 @@ def test_batches_run_without_adaptive_execution_in_a_copy_of_the_given_session(t
         seen = []
         process = app.process_batch
 
-        def process_batch(records, batch_id):
+        def process_batch(records, batch_id, **planned):
             conf = records.sparkSession.conf
             seen.append((conf.get("spark.sql.adaptive.enabled"), conf.get("spark.tablestream.test.marker")))
-            process(records, batch_id)
+            process(records, batch_id, **planned)
 
         app.process_batch = process_batch
         store.produce("orders", [Record(b"o1", b'{"customer": "ada", "amount": 10.0}', 1_000)])
@@ -249,3 +252,75 @@ def test_batches_run_without_adaptive_execution_in_a_copy_of_the_given_session(t
     assert seen == [("false", "kept")]
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
     assert {row.key: row.value for row in app.table("revenue").collect()} == {"ada": 10.0}
+
+
+_SECOND_BATCHES = {
+    "clean": [
+        Record(b"o2", b'{"customer": "bob", "amount": 5.5}', 3_000, partition=0),
+        Record(b"o3", b'{"customer": "ada", "amount": 1.0}', 3_001, partition=1),
+    ],
+    "malformed": [
+        Record(b"o2", b'{"customer": "bob", "amount": 5.5}', 3_000, partition=0),
+        Record(b"o3", b'{"customer": "ada", "amount": }', 3_001, partition=1),
+    ],
+    "late": [  # o3 is later in its partition than o2 but older
+        Record(b"o2", b'{"customer": "bob", "amount": 5.5}', 3_000, partition=0),
+        Record(b"o3", b'{"customer": "bob", "amount": 2.0}', 2_500, partition=0),
+    ],
+}
+
+
+_O1 = (b"o1", {"customer": "ada", "amount": 10.0}, 1_000)
+_O2 = (b"o2", {"customer": "bob", "amount": 5.5}, 3_000)
+
+
+@pytest.mark.parametrize(
+    ("second", "records", "revenue", "log"),
+    [
+        ("clean", [_O1, _O2, (b"o3", {"customer": "ada", "amount": 1.0}, 3_001)],
+         {"ada": (11.0, 3_001), "bob": (5.5, 3_000)}, []),
+        ("malformed", [_O1, _O2],
+         {"ada": (10.0, 1_000), "bob": (5.5, 3_000)}, [(1, 0, 3_001, "value: line 1 column 31: Expecting value")]),
+        ("late", [_O1, _O2, (b"o3", {"customer": "bob", "amount": 2.0}, 2_500)],
+         {"ada": (10.0, 1_000), "bob": (7.5, 3_000)}, []),
+    ],
+)
+def test_a_small_batch_runs_in_one_job_and_gives_what_reading_its_positions_first_gives(
+    tmp_path, spark, monkeypatch, second, records, revenue, log
+):
+    """The query knows the second batch holds at most two records (its planned
+    offsets): it computes it with its positions collected beside its outputs, and
+    never reads them first. A malformed value or a late record, which the batch was
+    not computed for, has it computed again from the positions it collected. Every
+    output is the same as when the positions are read first."""
+    from tablestream.runtime import app as app_module
+    from tablestream.runtime import runner
+
+    reads = []
+    read = runner.read_positions
+
+    def spy(records, checks, **options):
+        reads.append(options["summarize"])
+        return read(records, checks, **options)
+
+    monkeypatch.setattr(runner, "read_positions", spy)
+
+    def run(home):
+        store, app = _orders_app(home, spark)
+        store.produce("orders", [Record(*_O1[:1], json.dumps(_O1[1]).encode(), _O1[2], partition=0)])
+        app.run_until_caught_up()
+        store.produce("orders", _SECOND_BATCHES[second])
+        app.run_until_caught_up()
+        entries = [json.loads(r.value) for r in store.consume("orders-app-processing-log")]
+        return (
+            sorted((r.key, json.loads(r.value), r.timestamp) for r in store.consume("valid-orders")),
+            [(e["partition"], e["offset"], e["timestamp"], e["error"]) for e in entries],
+            {row.key: (row.value, row.ts) for row in app.table("revenue").collect()},
+        )
+
+    at_once = run(tmp_path / "one-job")
+    assert reads == [True]  # the first batch's only: its start was not planned
+    monkeypatch.setattr(app_module, "_records_between", lambda start, end: None)
+    positions_first = run(tmp_path / "positions-first")
+    assert reads == [True, True, False]
+    assert at_once == positions_first == (records, log, revenue)

@@ -23,7 +23,6 @@ import dataclasses
 import functools
 import json
 import os
-import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -51,7 +50,7 @@ from .failures import ProcessingSettings
 from .layout import STATE_FORMAT, ApplicationError, AppPaths, InstanceLock, reset_application
 from .output import TableEncoding
 from .output_files import ExecutorWrites
-from .runner import BatchRunner
+from .runner import BatchRunner, query_stopped
 
 DEFAULT_MAX_RECORDS_PER_BATCH = 1_000_000
 """The default bound of a micro-batch, in source records. A batch's cost in memory grows
@@ -378,18 +377,22 @@ class Application:
         read by Spark's Parquet reader between the positions Spark planned (the offset
         logs of this batch and the one before), not through the source's Python reader:
         the same records, with the JVM's columnar reads and column pruning (a 1M-record
-        batch read twice: about 0.6 s less). Kafka's source reads in the JVM already."""
-        if not self.on_kafka:
-            end = self._planned(batch_id)
-            start = self._planned(batch_id - 1) if batch_id > 0 else {}
-            if end is not None and start is not None:
-                records = self.store.read_between(self._batch_spark, start, end)
-        self.process_batch(records, batch_id)
+        batch read twice: about 0.6 s less). Kafka's source reads in the JVM already.
+        The planned positions also bound the batch's records, so that a small batch
+        runs in one job (see :meth:`BatchRunner.process`)."""
+        end = self._planned(batch_id)
+        start = self._planned(batch_id - 1) if batch_id > 0 else None
+        if not self.on_kafka and end is not None and (start is not None or batch_id == 0):
+            records = self.store.read_between(self._batch_spark, start or {}, end)
+        self.process_batch(records, batch_id, at_most=_records_between(start, end))
 
-    def process_batch(self, records, batch_id: int) -> None:
+    def process_batch(self, records, batch_id: int, *, at_most: int | None = None) -> None:
         """Apply the topology to one micro-batch and commit its outputs (the streaming
         query hands it each batch through :meth:`_process_planned`; also callable
-        directly)."""
+        directly). ``at_most``: how many records the batch holds at most, when known
+        before it is read (the streaming query knows it from its planned offsets): a
+        small batch then runs in one Spark job (see
+        :meth:`~tablestream.runtime.runner.BatchRunner.process`)."""
         started = time.perf_counter()
         # The batch is read twice (its positions and checks, then every rule), not
         # cached: caching would materialize every column of the batch first, which
@@ -399,12 +402,14 @@ class Application:
         try:
             committed = self.paths.batches("commits")
             writes = functools.partial(self._sink.executor_writes, batch_id)
-            collected = self.runner.process(records, batch_id, committed[-1] if committed else None, writes)
+            collected = self.runner.process(
+                records, batch_id, committed[-1] if committed else None, writes, at_most=at_most
+            )
             commit_batch(collected, self._sink, batch_id)
         except BaseException as error:
             self._sink.discard()  # records staged for a transaction that never began, topic locks
             self._failure = error  # the query's own exception holds only its text
-            if _STOPPED.search(str(error)):
+            if query_stopped(error):
                 raise  # a stop() during the batch: Spark tells it by this text
             # Spark matches the text of a failed foreachBatch against a regex that recurses
             # once per character ("(.|\r\n|\r|\n)*", StreamExecution.PROXY_ERROR): a Spark
@@ -687,11 +692,6 @@ class _ApplicationSink:
 
 # What the text of a batch's error shows when stop() interrupted it (Spark's
 # StreamExecution.IO_EXCEPTION_NAMES, and the cancelled job).
-_STOPPED = re.compile(
-    r"java\.lang\.InterruptedException|java\.io\.InterruptedIOException|"
-    r"java\.nio\.channels\.ClosedByInterruptException|SPARK_JOB_CANCELLED"
-)
-
 
 def _working_dir(spark, paths: AppPaths, requested: str | os.PathLike[str] | None):
     """Where the working copies live: as requested; in local mode, under the
@@ -727,3 +727,19 @@ def _check_batch_bound(max_records: int | None) -> None:
         raise ApplicationError(
             f"max_records_per_batch must be a positive integer or None (unbounded), got {max_records!r}"
         )
+
+
+def _records_between(start: dict[str, dict[int, int]] | None, end: dict[str, dict[int, int]] | None) -> int | None:
+    """How many records lie between two planned positions at most (offsets a compacted
+    partition or Kafka's transaction markers skip count too); None when either is
+    unknown or a partition of ``end`` is not in ``start``."""
+    if start is None or end is None:
+        return None
+    total = 0
+    for topic, parts in end.items():
+        for partition, offset in parts.items():
+            begin = start.get(topic, {}).get(partition)
+            if begin is None:
+                return None
+            total += max(0, offset - begin)
+    return total

@@ -36,6 +36,9 @@ class BatchOutput:
     records: dict[str, list[tuple[Frame, ToTopicSpec]]] = field(default_factory=dict)
     tables: dict[str, Frame] = field(default_factory=dict)
     errors: list[DataFrame] = field(default_factory=list)
+    # The positions of every record of a batch computed before they were read (see
+    # BatchRunner.process), collected with the outputs.
+    positions: DataFrame | None = None
     persisted: list[DataFrame] = field(default_factory=list)
     memo: dict[Any, Any] = field(default_factory=dict)
     batch_id: int = -1

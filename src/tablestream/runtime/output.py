@@ -94,6 +94,7 @@ class CollectedBatch:
     topic_files: dict[str, list[DataFile]] = field(default_factory=dict)
     table_files: dict[str, list[DataFile]] = field(default_factory=dict)
     table_schemas: dict[str, pa.Schema] = field(default_factory=dict)
+    positions: pa.Table | None = None  # every record's position, when the batch collected them
 
 
 def collect_batch(out: BatchOutput, writes: ExecutorWrites | None = None) -> CollectedBatch:
@@ -147,6 +148,9 @@ def collect_batch(out: BatchOutput, writes: ExecutorWrites | None = None) -> Col
                 collected.tables[name] = ordered(rows[i])
             frame = out.tables[name]
             collected.encodings[name] = TableEncoding(frame.key_json, frame.value.json_text, frame.key_undeclared)
+    for i, (kind, *_rest) in enumerate(parts):
+        if kind == "positions":
+            collected.positions = rows[i]
     error_tables = [rows[i] for i, (kind, *_rest) in enumerate(parts) if kind == "errors"]
     if error_tables:
         errors = pa.concat_tables(error_tables)
@@ -178,6 +182,9 @@ def _parts(out: BatchOutput):
         )
     for i, errors in enumerate(out.errors):
         parts.append(("errors", str(i), errors, [F.col(c) for c in errors.columns]))
+    if out.positions is not None:
+        positions = out.positions
+        parts.append(("positions", "", positions, _memo(out, ("positions",), lambda: [F.col(c) for c in positions.columns])))
     return parts, sinks
 
 

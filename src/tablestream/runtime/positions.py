@@ -45,12 +45,20 @@ _POSITIONS = ["topic", "partition", "offset", "timestamp"]
 class BatchPositions:
     """A batch's records with ``o_ts``, how many there are, each checked source's
     invalid records (``topic, partition, offset``; absent when it has none), and where
-    it ends: per topic partition it has records of, the offset after its last one."""
+    it ends: per topic partition it has records of, the offset after its last one.
+    ``in_order``: no record's timestamp is below one at an earlier offset of its
+    partition (``o_ts`` is then the timestamp)."""
 
     records: DataFrame
     count: int
     invalid: dict[str, pa.Table]
     ends: dict[tuple[str, int], int]
+    in_order: bool = True
+
+    @property
+    def as_assumed(self) -> bool:
+        """Whether the positions are what :func:`assumed_positions` takes them to be."""
+        return self.in_order and not self.invalid
 
     def valid(self, source: str, rows: DataFrame) -> DataFrame:
         """``rows`` (records of ``source``'s topics) without its invalid records."""
@@ -80,12 +88,29 @@ def read_positions(
     small batch). ``columns``: :func:`position_columns` of ``checks``, kept from one
     batch to the next."""
     positions = select(records, columns if columns is not None else position_columns(checks))
-    collected = None
-    if summarize:
-        summaries = positions.mapInArrow(_summarize, from_arrow_schema(_SUMMARY_ARROW)).toArrow()
-    else:
-        collected = positions.toArrow()
-        summaries = _summaries(collected)
+    if not summarize:
+        return positions_found(records, positions.toArrow(), checks)
+    summaries = positions.mapInArrow(_summarize, from_arrow_schema(_SUMMARY_ARROW)).toArrow()
+    return _from_summaries(records, summaries, checks, lambda: positions.select(*_POSITIONS).toArrow())
+
+
+def assumed_positions(records: DataFrame, count: int) -> BatchPositions:
+    """A batch's positions as they almost always are, before they are read: no invalid
+    record, none late in its partition (``o_ts`` is the timestamp); ``count``: the
+    records the batch holds at most. A batch computed on them collects its positions
+    with its outputs (:func:`positions_found`), which must confirm them."""
+    return BatchPositions(records.withColumn("o_ts", F.col("timestamp")), count, {}, {})
+
+
+def positions_found(records: DataFrame, found: pa.Table, checks: dict[str, Column]) -> BatchPositions:
+    """A batch's positions from every one of its records' (the columns of
+    :func:`position_columns`, brought to the driver)."""
+    return _from_summaries(records, _summaries(found), checks, lambda: found.select(_POSITIONS))
+
+
+def _from_summaries(records: DataFrame, summaries: pa.Table, checks: dict[str, Column], every_position) -> BatchPositions:
+    """The positions from their summaries (see :func:`_summarize`); ``every_position()``
+    gives every record's position when some record is late in its partition."""
     chunks = summaries.filter(pc.equal(summaries.column("source"), -1))
     invalid = {}
     for i, name in enumerate(checks):
@@ -98,9 +123,7 @@ def read_positions(
         ends[topic, part] = max(ends.get((topic, part), 0), last + 1)
     if in_order(chunks):
         return BatchPositions(records.withColumn("o_ts", F.col("timestamp")), count, invalid, ends)
-    if collected is None:
-        collected = positions.select(*_POSITIONS).toArrow()
-    return BatchPositions(_with_order_time(records, collected), count, invalid, ends)
+    return BatchPositions(_with_order_time(records, every_position()), count, invalid, ends, in_order=False)
 
 
 def _summaries(positions: pa.Table) -> pa.Table:

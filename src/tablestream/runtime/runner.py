@@ -23,6 +23,7 @@ run (:meth:`BatchRunner.collect`), the versions its tasks wrote are recorded
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 
 from pyspark.accumulators import AccumulatorParam
@@ -33,11 +34,17 @@ from ..plan.topology import Topology
 from .analysis import analyze, empty_records
 from .batch import BatchContext, BatchOutput
 from .failures import FailureLog, ProcessingSettings, carefully, operating
-from .frames import Frame
+from .frames import Frame, select
 from .output import CollectedBatch, collect_batch
 from .output_files import ExecutorWrites
 from .physical import PhysicalPlan
-from .positions import BatchPositions, position_columns, read_positions
+from .positions import (
+    BatchPositions,
+    assumed_positions,
+    position_columns,
+    positions_found,
+    read_positions,
+)
 from .rules import rule_for
 from .rules.sources import SourceRule
 from .state import StoreLayout
@@ -130,7 +137,8 @@ class BatchRunner:
         return [(node, _rule(node, self.physical)) for node in self.topology.nodes]
 
     def process(
-        self, records: DataFrame, batch_id: int, committed: int | None = None, writes: WritesChoice | None = None
+        self, records: DataFrame, batch_id: int, committed: int | None = None, writes: WritesChoice | None = None,
+        *, at_most: int | None = None,
     ) -> CollectedBatch:
         """Compute one batch and collect everything it writes (see :meth:`run` and
         :meth:`collect`). When a Spark job of the batch fails on a value (SQLSTATE class
@@ -140,9 +148,21 @@ class BatchRunner:
         failure a careful run cannot catch is raised as it is. ``committed``: the last
         batch the application's checkpoint says is done (its record of the stores'
         versions must be there; see :meth:`VersionRecord.before`). ``writes``: the
-        outputs the executors write (see :meth:`collect`)."""
+        outputs the executors write (see :meth:`collect`).
+
+        ``at_most``: how many records the batch holds at most, when known before it is
+        read (its offset ranges). A batch known to be small is computed in one job: on
+        the positions it almost always has (:func:`assumed_positions`: no invalid record,
+        none late in its partition), with every record's position collected beside its
+        outputs. When they show otherwise, the batch is computed again on them (the
+        stores read a batch run again as they were before it), as it would have been."""
+        found = None
+        if at_most is not None and at_most < _COMPUTE_FIRST and (writes is None or writes(at_most) is None):
+            collected, found = self._process_assumed(records, batch_id, committed, at_most)
+            if collected is not None:
+                return collected
         try:
-            return self._process(records, batch_id, careful=False, committed=committed, writes=writes)
+            return self._process(records, batch_id, careful=False, committed=committed, writes=writes, found=found)
         except Exception as error:
             if not is_data_error(error):
                 raise
@@ -151,31 +171,71 @@ class BatchRunner:
                 batch_id, str(error).splitlines()[0],
             )
         self.careful_runs += 1
-        return self._process(records, batch_id, careful=True, committed=committed, writes=writes)
+        return self._process(records, batch_id, careful=True, committed=committed, writes=writes, found=found)
 
     def _process(
-        self, records: DataFrame, batch_id: int, *, careful: bool, committed: int | None, writes: WritesChoice | None
+        self, records: DataFrame, batch_id: int, *, careful: bool, committed: int | None, writes: WritesChoice | None,
+        found: BatchPositions | None,
     ) -> CollectedBatch:
-        out = self.run(records, batch_id, careful=careful, committed=committed)
+        out = self.run(records, batch_id, careful=careful, committed=committed, positions=found)
+        return self._collect_run(out, None if writes is None else writes(self.last_positions.count))
+
+    def _collect_run(self, out: BatchOutput, writes: ExecutorWrites | None) -> CollectedBatch:
         try:
-            return self.collect(out, None if writes is None else writes(self.last_positions.count))
+            return self.collect(out, writes)
         finally:
             out.release()
 
-    def run(
-        self, records: DataFrame, batch_id: int, *, careful: bool = False, committed: int | None = None
-    ) -> BatchOutput:
-        """Compute one batch. ``records`` has the normalized topic columns. ``careful``:
-        with the careful rules (see the module's docstring)."""
-        # A batch's tasks sum up its positions when the batch before was large (or this
-        # is the first): catch-up batches repay that Python stage, small ones not.
-        last = self.last_positions
-        summarize = last is None or last.count >= _COMPUTE_FIRST
+    def _process_assumed(
+        self, records: DataFrame, batch_id: int, committed: int | None, at_most: int
+    ) -> tuple[CollectedBatch | None, BatchPositions | None]:
+        """The batch computed on its assumed positions, and the positions it has: the
+        batch collected when they are as assumed; else None and the positions found (None
+        too when its job failed: the batch then runs as any other)."""
         records = self.extraction.apply(records)
+        out = self._apply(assumed_positions(records, at_most), batch_id, careful=False, committed=committed)
+        out.positions = select(records, self._positions_read())
+        try:
+            collected = collect_batch(out, None)
+        except Exception as error:
+            if query_stopped(error):
+                raise
+            # Perhaps a record the assumed positions took for valid: the batch runs
+            # again as any other, which raises the failure if it is not that.
+            _LOG.info("Batch %d failed before its positions were read (%s)", batch_id, str(error).splitlines()[0])
+            return None, None
+        finally:
+            out.release()
+        found = positions_found(records, collected.positions, self.source_checks())
+        self.last_positions = found
+        if not found.as_assumed:
+            return None, found
+        return self._settled(out, collected), found
+
+    def _positions_read(self):
         if self._position_columns is None:
             self._position_columns = position_columns(self.source_checks())
-        positions = read_positions(records, self.source_checks(), summarize=summarize, columns=self._position_columns)
+        return self._position_columns
+
+    def run(
+        self, records: DataFrame, batch_id: int, *, careful: bool = False, committed: int | None = None,
+        positions: BatchPositions | None = None,
+    ) -> BatchOutput:
+        """Compute one batch. ``records`` has the normalized topic columns. ``careful``:
+        with the careful rules (see the module's docstring). ``positions``: the batch's,
+        already read (its records then hold ``o_ts``)."""
+        if positions is None:
+            # A batch's tasks sum up its positions when the batch before was large (or
+            # this is the first): catch-up batches repay that Python stage, small ones not.
+            last = self.last_positions
+            summarize = last is None or last.count >= _COMPUTE_FIRST
+            records = self.extraction.apply(records)
+            positions = read_positions(records, self.source_checks(), summarize=summarize, columns=self._positions_read())
         self.last_positions = positions
+        return self._apply(positions, batch_id, careful=careful, committed=committed)
+
+    def _apply(self, positions: BatchPositions, batch_id: int, *, careful: bool, committed: int | None) -> BatchOutput:
+        """Every rule applied to the batch with ``positions``."""
         if careful and self._careful_rules is None:
             with carefully():
                 self._careful_rules = self._build_rules()
@@ -222,7 +282,11 @@ class BatchRunner:
         raises :class:`~tablestream.runtime.failures.ProcessingError` instead when a user
         function failed and ``processing_errors="fail"``. Records the versions of the
         stores the batch wrote."""
-        collected = collect_batch(out, writes)
+        return self._settled(out, collect_batch(out, writes))
+
+    def _settled(self, out: BatchOutput, collected: CollectedBatch) -> CollectedBatch:
+        """A collected batch with its processing-log entries settled, and the versions
+        of the stores it wrote recorded."""
         collected.errors = self.failures.settle(collected.errors)
         self.versions.record(out.batch_id, self._written.value, out.committed)
         return collected
@@ -250,6 +314,18 @@ def _rule(node, physical: PhysicalPlan):
         return rule_for(node)(node, physical)
     except SchemaError as error:
         raise SchemaError(f"{node.name}: {error}") from None
+
+
+_STOPPED = re.compile(
+    r"java\.lang\.InterruptedException|java\.io\.InterruptedIOException|"
+    r"java\.nio\.channels\.ClosedByInterruptException|SPARK_JOB_CANCELLED"
+)
+
+
+def query_stopped(error: BaseException) -> bool:
+    """Whether a batch failed because its query was stopped (Spark tells it by the
+    text of the failure)."""
+    return bool(_STOPPED.search(str(error)))
 
 
 def is_data_error(error: BaseException) -> bool:

@@ -289,7 +289,8 @@ class TestDriver:
         records = pa.Table.from_pylist(self._pending, schema=_INPUT_SCHEMA)
         self._pending = []
         frame = self.spark.createDataFrame(records)
-        commit_batch(self.runner.process(frame, self.batch_id), self._sink, self.batch_id)
+        collected = self.runner.process(frame, self.batch_id, at_most=records.num_rows)
+        commit_batch(collected, self._sink, self.batch_id)
         self.batch_id += 1
 
     def take_output(self, topic: str) -> list[tuple[bytes | None, bytes | None, int]]:
