@@ -7,6 +7,7 @@ as ours are."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import signal
@@ -174,7 +175,23 @@ class Flink:
             except subprocess.TimeoutExpired:
                 os.killpg(job.pid, signal.SIGKILL)
                 job.wait()
+            _await_group(job.pid)
             errors.close()
+
+
+def _await_group(group: int, seconds: float = 30.0) -> None:
+    """Wait until every process of a process group has ended (Flink's JVM outlives its
+    Python process for seconds after SIGTERM, and would run beside the next phase), then
+    kill what is left."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
 
 
 def _write_input(topic: str, log: Log, path: Path, offset: int = 0) -> None:

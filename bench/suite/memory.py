@@ -39,7 +39,9 @@ def _kind(pid: int, parent_kind: str | None) -> str | None:
     except OSError:
         return None
     if exe.startswith("java"):
-        if parent_kind is not None and parent_kind.startswith("flink"):
+        # Flink's JVM by its jars too: one its Python process left shutting down is
+        # adopted by an ancestor of another kind.
+        if (parent_kind is not None and parent_kind.startswith("flink")) or b".venv-flink" in cmdline:
             return "flink JVM"
         if b".venv-sdp" in cmdline:
             return "sdp JVM"
