@@ -126,7 +126,13 @@ def test_broker_starts_and_stops():
 
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
         admin.create_topics([NewTopic("smoke", 2, 1)])["smoke"].result(timeout=30)
+        # A created topic reaches the broker's metadata a moment later (KRaft); a busy
+        # machine has shown it missing from the first answer.
+        deadline = time.monotonic() + 30
         metadata = admin.list_topics(timeout=10)
+        while "smoke" not in metadata.topics and time.monotonic() < deadline:
+            time.sleep(0.2)
+            metadata = admin.list_topics(timeout=10)
         assert len(metadata.brokers) == 1
         assert len(metadata.topics["smoke"].partitions) == 2
         assert "Kafka Server started" in broker.log_tail(200)
