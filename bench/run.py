@@ -71,19 +71,19 @@ def main(argv: list[str] | None = None) -> None:
             if "flink" in peers:
                 from suite.flink import Flink
 
-                flink = Flink(home / "flink", report, parallelisms=(1,) if args.quick else (1, 2))
+                flink = Flink(home / "flink", report, parallelisms=(1,) if args.quick else (1, 2), memory=memory)
             sdp = None
             if "sdp" in peers:
                 from suite.sdp import Sdp
 
                 sdp = Sdp(home / "sdp", report)
-            bench = Bench(spark, home, report, peers, sizes, flink, sdp)
+            bench = Bench(spark, home, report, peers, sizes, flink, sdp, memory)
             began = time.perf_counter()
             for name in workloads:
                 WORKLOADS[name](bench)
             spark.stop()
-        report.memory(memory.peaks, memory.peak_processes)
-        report.table(memory.peaks)
+        report.memory(memory.peaks, memory.peak_processes, memory.while_running)
+        report.table(memory.peaks, memory.while_running)
         print(f"{len(report.lines) - 1} measurements in {time.perf_counter() - began:.0f} s; load average "
               f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
     finally:

@@ -115,6 +115,44 @@ def test_report_driver_memory_gives_each_samples_growth():
     }}
 
 
+def test_report_memory_while_each_system_ran_and_flinks_total_over_ours():
+    out = io.StringIO()
+    Report(out).memory(
+        {"Python driver": 4000.0, "driver JVM": 2500.0, "flink JVM": 6000.0},
+        while_running={"tablestream": {"Python driver": 600.04, "driver JVM": 2400.0, "Python workers": 1000.0},
+                       "flink": {"flink JVM": 5000.0, "flink Python driver": 1000.0}},
+    )
+    whole, running = (json.loads(line) for line in out.getvalue().splitlines())
+    assert whole == {"peak_memory_mib": {"Python driver": 4000.0, "driver JVM": 2500.0, "flink JVM": 6000.0}}
+    assert running == {
+        "peak_memory_while_running_mib": {
+            "flink": {"flink JVM": 5000.0, "flink Python driver": 1000.0},
+            "tablestream": {"Python driver": 600.0, "Python workers": 1000.0, "driver JVM": 2400.0},
+        },
+        "total_mib": {"flink": 6000.0, "tablestream": 4000.0},
+        "ratio": 1.5,
+    }
+
+
+def test_peak_memory_while_a_system_runs_starts_from_when_it_began():
+    import numpy as np
+    from suite.memory import PeakMemory
+
+    memory = PeakMemory(interval=60)  # sampled by hand
+    with memory:
+        spike = np.ones(300 * 2**20, np.uint8)  # every page touched
+        memory.sample()
+        del spike
+        with memory.running("tablestream"):
+            during = np.ones(50 * 2**20, np.uint8)
+            memory.sample()
+            del during
+    whole, ran = memory.peaks["Python driver"], memory.while_running["tablestream"]["Python driver"]
+    assert whole - ran > 200, (whole, ran)
+    assert ran > 50
+    assert "flink" not in memory.while_running
+
+
 @pytest.mark.slow
 def test_quick_run_checks_every_result():
     env = dict(os.environ, PYTHONPATH=str(BENCH.parent / "src"))
@@ -159,3 +197,9 @@ def test_quick_run_checks_every_result():
     assert set(peaks["peak_processes"]) == set(memory)
     for kind, members in peaks["peak_processes"].items():
         assert abs(sum(mib for _pid, _command, mib in members) - memory[kind]) <= 0.1 * len(members)
+    # While our application ran: its own kinds only, none above its whole-run peak.
+    running = next(line for line in lines if "peak_memory_while_running_mib" in line)
+    ours = running["peak_memory_while_running_mib"]["tablestream"]
+    assert set(ours) == {"driver JVM", "Python driver", "Python workers"}
+    assert all(0 < mib <= memory[kind] + 0.1 for kind, mib in ours.items())
+    assert running["total_mib"] == {"tablestream": round(sum(ours.values()), 1)} and running["ratio"] is None

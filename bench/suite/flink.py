@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.csv as csv
 
 from .flink_job import MONITOR
+from .memory import PeakMemory
 from .oracle import Log, check, query
 from .report import Report, Timing
 
@@ -73,10 +74,15 @@ def fold(directory: Path, columns: list[str]) -> pa.Table:
 
 
 class Flink:
-    def __init__(self, home: Path, report: Report, parallelisms=(1, 2)):
+    def __init__(self, home: Path, report: Report, parallelisms=(1, 2), memory: PeakMemory | None = None):
         self.home, self.report, self.parallelisms = home, report, parallelisms
         self.python = python()
         self.jobs = 0
+        self.memory = memory
+
+    def _running(self):
+        """The context a job runs in: its processes' peak memory is kept for Flink."""
+        return contextlib.nullcontext() if self.memory is None else self.memory.running("flink")
 
     def _inputs(self, logs: dict[str, Log]) -> dict[str, str]:
         paths = {}
@@ -94,7 +100,8 @@ class Flink:
         spec = self.home / f"spec-{self.jobs}.json"
         spec.write_text(json.dumps({"workload": workload, "parallelism": parallelism, "inputs": inputs,
                                     "output": str(output)}))
-        run = subprocess.run([str(self.python), str(JOB), str(spec)], capture_output=True, text=True, check=False)
+        with self._running():
+            run = subprocess.run([str(self.python), str(JOB), str(spec)], capture_output=True, text=True, check=False)
         if run.returncode != 0:
             raise RuntimeError(f"Flink job {workload} (parallelism {parallelism}) failed:\n{run.stderr[-4000:]}")
         seconds = json.loads(run.stdout.strip().splitlines()[-1])["seconds"]
@@ -131,7 +138,8 @@ class Flink:
         state."""
         results = [expected(state) for state in states]
         for parallelism in self.parallelisms:
-            times = self._steady_job(workload, states, results, parallelism)
+            with self._running():
+                times = self._steady_job(workload, states, results, parallelism)
             self.report.compared(Timing(workload, "steady", f"flink-p{parallelism}", batch, statistics.median(times),
                                         validated=True, note=f"median of {len(times)} batches; Flink's default "
                                                              f"settings, new files looked for every {MONITOR}"))

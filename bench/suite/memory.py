@@ -2,13 +2,27 @@
 under it, and the processes of peers run in their own interpreters. The kernel keeps each
 process's peak resident set (``VmHWM`` in ``/proc/<pid>/status``) while it lives; a
 sampler thread reads it for every descendant every half second, so a worker that exits
-between two samples is missed only for its last half second."""
+between two samples is missed only for its last half second.
+
+The peaks of the whole run include what the harness does between the systems' phases in
+this same Python process and JVM (data generated, results read back and checked against
+DuckDB, the Spark peers). :meth:`PeakMemory.running` tells them apart: while a system runs,
+its processes' peaks are kept for it, from the peaks the kernel was told to start again
+from (``/proc/<pid>/clear_refs``) when the system began."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+
+# The kinds of process each system runs (the harness's Python process is our driver).
+SYSTEM_KINDS = {
+    "tablestream": ("driver JVM", "Python driver", "Python workers"),
+    "flink": ("flink JVM", "flink Python driver", "flink Python workers"),
+}
 
 
 def _status(pid: int) -> dict[str, str]:
@@ -77,6 +91,10 @@ class PeakMemory:
         # The processes of each kind at its peak: (pid, command line, MiB), to tell a peak
         # of one process from several alive at once.
         self.peak_processes: dict[str, list[tuple[int, str, float]]] = {}
+        # Per system of :data:`SYSTEM_KINDS`: each of its kinds' peak while it ran.
+        self.while_running: dict[str, dict[str, float]] = {}
+        self._system: str | None = None
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peak-memory", daemon=True)
 
@@ -93,7 +111,29 @@ class PeakMemory:
         while not self._stop.wait(self.interval):
             self.sample()
 
+    @contextlib.contextmanager
+    def running(self, system: str) -> Iterator[None]:
+        """While ``system`` (a key of :data:`SYSTEM_KINDS`) runs: every measured process's
+        peak starts again from its resident set (after a last sample for the whole run's
+        peaks), and the peaks of the system's kinds are kept for it."""
+        with self._lock:
+            for pid in self._sample():
+                with contextlib.suppress(OSError):
+                    Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
+            self._system = system
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._sample()
+                self._system = None
+
     def sample(self) -> None:
+        with self._lock:
+            self._sample()
+
+    def _sample(self) -> list[int]:
+        """Takes a sample; returns the processes measured."""
         me = os.getpid()
         tree = _children()
         driver = int(_status(me)["VmHWM"].split()[0]) / 1024
@@ -115,3 +155,9 @@ class PeakMemory:
             if mib > self.peaks.get(kind, 0.0):
                 self.peaks[kind] = mib
                 self.peak_processes[kind] = members[kind]
+        if self._system is not None:
+            kept = self.while_running.setdefault(self._system, {})
+            for kind in SYSTEM_KINDS[self._system]:
+                if totals.get(kind, 0.0) > kept.get(kind, 0.0):
+                    kept[kind] = totals[kind]
+        return [pid for kind_members in members.values() for pid, _command, _mib in kind_members]

@@ -78,8 +78,14 @@ class Report:
             growth["python_rss_less_logs_mib"] = round(growth["python_rss_mib"] - growth["harness_logs_mib"], 1)
         self._emit({"driver_memory": {"workload": workload, "batch": batch, **samples, "growth_mib": growth}})
 
-    def memory(self, peaks: dict[str, float], processes: dict[str, list[tuple[int, str, float]]] | None = None) -> None:
-        """Each kind's peak, and (``peak_processes``) the processes that made it."""
+    def memory(
+        self, peaks: dict[str, float], processes: dict[str, list[tuple[int, str, float]]] | None = None,
+        while_running: dict[str, dict[str, float]] | None = None,
+    ) -> None:
+        """Each kind's peak over the whole run, and (``peak_processes``) the processes that
+        made it; with ``while_running`` (see :meth:`~suite.memory.PeakMemory.running`),
+        a second line: each system's kinds' peaks while it ran, their sum, and Flink's sum
+        over ours as ``ratio`` (1 or more: ours at most Flink's)."""
         line = {"peak_memory_mib": {kind: round(mib, 1) for kind, mib in sorted(peaks.items())}}
         if processes:
             line["peak_processes"] = {
@@ -87,8 +93,19 @@ class Report:
                 for kind, members in sorted(processes.items())
             }
         self._emit(line)
+        if while_running:
+            totals = {system: round(sum(kinds.values()), 1) for system, kinds in sorted(while_running.items())}
+            ours, flink = totals.get(SYSTEM), totals.get("flink")
+            self._emit({
+                "peak_memory_while_running_mib": {
+                    system: {kind: round(mib, 1) for kind, mib in sorted(kinds.items())}
+                    for system, kinds in sorted(while_running.items())
+                },
+                "total_mib": totals,
+                "ratio": round(flink / ours, 2) if ours and flink else None,
+            })
 
-    def table(self, peaks: dict[str, float]) -> None:
+    def table(self, peaks: dict[str, float], while_running: dict[str, dict[str, float]] | None = None) -> None:
         from rich.console import Console
         from rich.table import Table
 
@@ -106,9 +123,15 @@ class Report:
             )
         memory = Table(title="peak memory (VmHWM, MiB; a kind's processes alive at once summed)")
         memory.add_column("process")
-        memory.add_column("MiB", justify="right")
+        memory.add_column("whole run", justify="right")
+        systems = sorted(while_running or {})
+        for system in systems:
+            memory.add_column(f"while {system} ran", justify="right")
         for kind, mib in sorted(peaks.items()):
-            memory.add_row(kind, f"{mib:,.0f}")
+            during = [(while_running or {})[system].get(kind) for system in systems]
+            memory.add_row(kind, f"{mib:,.0f}", *("" if m is None else f"{m:,.0f}" for m in during))
+        if systems:
+            memory.add_row("all", "", *(f"{sum(while_running[system].values()):,.0f}" for system in systems))
         console = Console(file=self.out, width=140)
         console.print(table)
         console.print(memory)

@@ -17,6 +17,7 @@ W4 stream-table enrichment: a stream of records, each joined to its key's row of
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import statistics
 import time
@@ -36,6 +37,7 @@ from tablestream.storage.embedded import EmbeddedStore
 from tablestream.storage.topic import TopicConfig
 
 from . import tws
+from .memory import PeakMemory
 from .oracle import Log, check, query
 from .report import SYSTEM, Report, Timing
 
@@ -86,10 +88,16 @@ class Bench:
     """What every workload uses: the Spark session, a store of its own, the report,
     the peers asked for and a scratch directory."""
 
-    def __init__(self, spark, home: Path, report: Report, peers: set[str], sizes: Sizes, flink=None, sdp=None):
+    def __init__(self, spark, home: Path, report: Report, peers: set[str], sizes: Sizes, flink=None, sdp=None,
+                 memory: PeakMemory | None = None):
         self.spark, self.home, self.report, self.peers, self.sizes = spark, home, report, peers, sizes
-        self.flink, self.sdp = flink, sdp
+        self.flink, self.sdp, self.memory = flink, sdp, memory
         self.rng = np.random.default_rng(42)
+
+    def ours(self):
+        """The context our application runs in: its processes' peak memory is kept for
+        it (see :meth:`PeakMemory.running`)."""
+        return contextlib.nullcontext() if self.memory is None else self.memory.running(SYSTEM)
 
     def store(self, workload: str, topics: dict[str, Log]) -> EmbeddedStore:
         store = EmbeddedStore(self.home / workload)
@@ -117,6 +125,17 @@ def steady(bench: Bench, app: Application, produce: Callable[[int], None], workl
     floor, ``phase``-floor). The first batch after the start is not counted (the query's
     first trigger). Returns the ``logs`` as they were before the first timed batch and
     after each (for Flink's steady batches, the same records)."""
+    with bench.ours():
+        states, times, floor = _steady_batches(bench, app, produce, logs)
+    bench.report.measured(Timing(workload, phase, SYSTEM, bench.sizes.batch, statistics.median(times),
+                                 note=f"median of {len(times)} batches"))
+    bench.report.measured(Timing(workload, f"{phase}-floor", SYSTEM, 1, statistics.median(floor),
+                                 note="a batch of one change, median of 3"))
+    return states
+
+
+def _steady_batches(bench: Bench, app: Application, produce: Callable[[int], None],
+                    logs: dict[str, Log]) -> tuple[list[dict[str, Log]], list[float], list[float]]:
     query = app.start()
     try:
         produce(bench.sizes.batch)
@@ -132,11 +151,7 @@ def steady(bench: Bench, app: Application, produce: Callable[[int], None], workl
             floor.append(timed(query.processAllAvailable))
     finally:
         app.stop()
-    bench.report.measured(Timing(workload, phase, SYSTEM, bench.sizes.batch, statistics.median(times),
-                                 note=f"median of {len(times)} batches"))
-    bench.report.measured(Timing(workload, f"{phase}-floor", SYSTEM, 1, statistics.median(floor),
-                                 note="a batch of one change, median of 3"))
-    return states
+    return states, times, floor
 
 
 def state_doubled(bench: Bench, app: Application, grow: Callable[[], str], produce: Callable[[int], None],
@@ -148,7 +163,8 @@ def state_doubled(bench: Bench, app: Application, grow: Callable[[], str], produ
     ``tablestream-1x-state``: the ratio is that time over this one (0.77 or more: at
     most 30% slower with twice the state). ``check()`` then checks the results."""
     grown = grow()
-    app.run_until_caught_up()
+    with bench.ours():
+        app.run_until_caught_up()
     steady(bench, app, produce, workload, logs, phase="steady-2x-state")
     check()
     first = bench.report.ours[workload, "steady"]
@@ -169,22 +185,23 @@ def driver_memory(bench: Bench, app: Application, produce: Callable[[int], None]
     samples: dict[str, list] = {
         "after": [], "jvm_heap_mib": [], "jvm_rss_mib": [], "python_rss_mib": [], "harness_logs_mib": [],
     }
-    query = app.start()
-    try:
-        for done in range(1, batches + 1):
-            produce(bench.sizes.batch)
-            query.processAllAvailable()
-            if done % every == 0:
-                gc.collect()
-                jvm.java.lang.System.gc()
-                samples["after"].append(done)
-                samples["jvm_heap_mib"].append(round((runtime.totalMemory() - runtime.freeMemory()) / 2**20, 1))
-                samples["jvm_rss_mib"].append(_resident_mib(jvm_pid))
-                samples["python_rss_mib"].append(_resident_mib("self"))
-                held = sum(part.nbytes for log in logs.values() for part in log.parts)
-                samples["harness_logs_mib"].append(round(held / 2**20, 1))
-    finally:
-        app.stop()
+    with bench.ours():
+        query = app.start()
+        try:
+            for done in range(1, batches + 1):
+                produce(bench.sizes.batch)
+                query.processAllAvailable()
+                if done % every == 0:
+                    gc.collect()
+                    jvm.java.lang.System.gc()
+                    samples["after"].append(done)
+                    samples["jvm_heap_mib"].append(round((runtime.totalMemory() - runtime.freeMemory()) / 2**20, 1))
+                    samples["jvm_rss_mib"].append(_resident_mib(jvm_pid))
+                    samples["python_rss_mib"].append(_resident_mib("self"))
+                    held = sum(part.nbytes for log in logs.values() for part in log.parts)
+                    samples["harness_logs_mib"].append(round(held / 2**20, 1))
+        finally:
+            app.stop()
     bench.report.driver_memory(workload, bench.sizes.batch, samples)
 
 
@@ -289,7 +306,8 @@ def aggregation_bootstrap(bench: Bench, workload: str, store: EmbeddedStore, log
     """Our bootstrap of W1 or W2 over what the topic holds, then ``spark_batch``'s."""
     topic = workload.lower()
     app = Application(aggregation_topology(topic, rows), topic, store=store, spark=bench.spark)
-    seconds = timed(app.run_until_caught_up)
+    with bench.ours():
+        seconds = timed(app.run_until_caught_up)
     expected = aggregation_expected(topic, log, rows)
     ok = checked(workload, "bootstrap", aggregation_ours(app, topic, rows), expected)
     bench.report.measured(Timing(workload, "bootstrap", SYSTEM, records, seconds, ok))
@@ -328,7 +346,8 @@ def w2(bench: Bench) -> None:
 
     backlog = engine_core.changelog(bench.rng, s.w2_changes, (0, s.w2_keys), 1_000_000_000, 0.05)
     append(store, topic, log, backlog)
-    seconds = timed(app.run_until_caught_up)
+    with bench.ours():
+        seconds = timed(app.run_until_caught_up)
     expected = aggregation_expected(topic, log, False)
     ok = checked("W2", "catch-up", aggregation_ours(app, topic, False), expected)
     bench.report.measured(Timing("W2", "catch-up", SYSTEM, s.w2_changes, seconds, ok))
@@ -422,7 +441,8 @@ def w3(bench: Bench) -> None:
     bootstrap_records = s.w3_orders + s.w3_products
 
     def phase(name: str, records: int) -> dict[str, pa.Table]:
-        seconds = timed(app.run_until_caught_up)
+        with bench.ours():
+            seconds = timed(app.run_until_caught_up)
         expected = fk_expected(logs["orders"], logs["products"])
         ok = checked("W3", name, fk_ours(app), expected)
         bench.report.measured(Timing("W3", name, SYSTEM, records, seconds, ok))
@@ -527,7 +547,8 @@ def w4(bench: Bench) -> None:
     app.run_until_caught_up()  # the table, not timed
     stream = clicks(bench.rng, s.w4_stream, s.w4_table, 1_000_000_000)
     append(store, "clicks", logs["clicks"], stream)
-    seconds = timed(app.run_until_caught_up)
+    with bench.ours():
+        seconds = timed(app.run_until_caught_up)
     expected = {"enriched": query(ENRICHED, **logs)}
     written = Log()
     written.add(store.read("enriched"))

@@ -159,16 +159,20 @@ class RocksStore:
 
     def scan(self, prefixes: Sequence[bytes]) -> tuple[np.ndarray, pa.Array, pa.Array]:
         """Every key under each of ``prefixes`` with its entry, as arrays: the index of
-        the key's prefix, the key without its prefix and the entry. The walk over
-        RocksDB is the only per-key Python."""
+        the key's prefix, the key without its prefix and the entry, grouped by prefix in
+        the order of ``prefixes``. The walk over RocksDB is the only per-key Python. It
+        seeks the prefixes in key order, so that each seek goes on from the blocks the
+        one before read (86,000 prefixes of 284,000 subscriptions: 0.72 s in a random
+        order, 0.34-0.44 s sorted)."""
         owners: list[int] = []
         keys: list[bytes] = []
         entries: list[bytes] = []
+        order = sorted(range(len(prefixes)), key=prefixes.__getitem__)
         cursor = self._db.iter()
         try:
             with self._checked():
-                for i, prefix in enumerate(prefixes):
-                    full = _DATA + prefix
+                for i in order:
+                    full = _DATA + prefixes[i]
                     cursor.seek(full)
                     while cursor.valid():
                         key = cursor.key()
@@ -186,7 +190,11 @@ class RocksStore:
         if not keys:
             return owner, pa.array([], pa.binary()), pa.array([], pa.binary())
         sizes = np.fromiter((len(p) + len(_DATA) for p in prefixes), np.int64, len(prefixes))
-        return owner, strip_prefix(pa.array(keys, pa.binary()), sizes[owner]), pa.array(entries, pa.binary())
+        found, stored = strip_prefix(pa.array(keys, pa.binary()), sizes[owner]), pa.array(entries, pa.binary())
+        grouped = np.argsort(owner, kind="stable")  # back to the order of ``prefixes``
+        if (grouped == np.arange(len(grouped))).all():
+            return owner, found, stored
+        return owner[grouped], found.take(pa.array(grouped)), stored.take(pa.array(grouped))
 
     # --------------------------------------------------------------------- writes
     def write(
