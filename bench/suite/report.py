@@ -94,13 +94,14 @@ class Report:
             }
         self._emit(line)
         if while_running:
-            totals = {system: round(sum(kinds.values()), 1) for system, kinds in sorted(while_running.items())}
+            kept = {
+                system: {kind: round(mib, 1) for kind, mib in sorted(kinds.items())}
+                for system, kinds in sorted(while_running.items())
+            }
+            totals = {system: round(sum(kinds.values()), 1) for system, kinds in kept.items()}
             ours, flink = totals.get(SYSTEM), totals.get("flink")
             self._emit({
-                "peak_memory_while_running_mib": {
-                    system: {kind: round(mib, 1) for kind, mib in sorted(kinds.items())}
-                    for system, kinds in sorted(while_running.items())
-                },
+                "peak_memory_while_running_mib": kept,
                 "total_mib": totals,
                 "ratio": round(flink / ours, 2) if ours and flink else None,
             })
