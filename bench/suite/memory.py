@@ -82,8 +82,7 @@ def _kind(pid: int, parent_kind: str | None) -> str | None:
 def _release_freed_memory() -> None:
     """Give the memory this process has freed back to the system (Python's garbage,
     Arrow's pool, the C heap), so that a system's phase does not begin with what the
-    harness freed still resident (the harness's work between phases: up to 0.2 GB
-    measured)."""
+    harness freed still resident (0.05-0.3 GB at the start of W3's phases, measured)."""
     gc.collect()
     pa.default_memory_pool().release_unused()
     with contextlib.suppress(OSError, AttributeError):
