@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.csv as csv
 
 from .flink_job import MONITOR
-from .memory import PeakMemory
+from .memory import PeakMemory, running
 from .oracle import Log, check, query
 from .report import Report, Timing
 
@@ -78,11 +78,7 @@ class Flink:
         self.home, self.report, self.parallelisms = home, report, parallelisms
         self.python = python()
         self.jobs = 0
-        self.memory = memory
-
-    def _running(self):
-        """The context a job runs in: its processes' peak memory is kept for Flink."""
-        return contextlib.nullcontext() if self.memory is None else self.memory.running("flink")
+        self.memory = memory  # a job's processes' peak memory is kept for Flink
 
     def _inputs(self, logs: dict[str, Log]) -> dict[str, str]:
         paths = {}
@@ -100,7 +96,7 @@ class Flink:
         spec = self.home / f"spec-{self.jobs}.json"
         spec.write_text(json.dumps({"workload": workload, "parallelism": parallelism, "inputs": inputs,
                                     "output": str(output)}))
-        with self._running():
+        with running(self.memory, "flink"):
             run = subprocess.run([str(self.python), str(JOB), str(spec)], capture_output=True, text=True, check=False)
         if run.returncode != 0:
             raise RuntimeError(f"Flink job {workload} (parallelism {parallelism}) failed:\n{run.stderr[-4000:]}")
@@ -138,7 +134,7 @@ class Flink:
         state."""
         results = [expected(state) for state in states]
         for parallelism in self.parallelisms:
-            with self._running():
+            with running(self.memory, "flink"):
                 times = self._steady_job(workload, states, results, parallelism)
             self.report.compared(Timing(workload, "steady", f"flink-p{parallelism}", batch, statistics.median(times),
                                         validated=True, note=f"median of {len(times)} batches; Flink's default "

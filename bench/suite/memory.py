@@ -79,6 +79,11 @@ def _kind(pid: int, parent_kind: str | None) -> str | None:
     return None
 
 
+def running(memory: PeakMemory | None, system: str):
+    """``memory.running(system)``; nothing when no memory is measured."""
+    return contextlib.nullcontext() if memory is None else memory.running(system)
+
+
 def _release_freed_memory() -> None:
     """Give the memory this process has freed back to the system (Python's garbage,
     Arrow's pool, the C heap), so that a system's phase does not begin with what the

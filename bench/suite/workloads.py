@@ -17,7 +17,6 @@ W4 stream-table enrichment: a stream of records, each joined to its key's row of
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import statistics
 import time
@@ -37,7 +36,7 @@ from tablestream.storage.embedded import EmbeddedStore
 from tablestream.storage.topic import TopicConfig
 
 from . import tws
-from .memory import PeakMemory
+from .memory import PeakMemory, running
 from .oracle import Log, check, query
 from .report import SYSTEM, Report, Timing
 
@@ -97,7 +96,7 @@ class Bench:
     def ours(self):
         """The context our application runs in: its processes' peak memory is kept for
         it (see :meth:`PeakMemory.running`)."""
-        return contextlib.nullcontext() if self.memory is None else self.memory.running(SYSTEM)
+        return running(self.memory, SYSTEM)
 
     def store(self, workload: str, topics: dict[str, Log]) -> EmbeddedStore:
         store = EmbeddedStore(self.home / workload)
