@@ -156,6 +156,44 @@ def test_a_local_sessions_python_workers_are_forked_by_the_quiet_daemon(spark):
     assert spark.range(1).select(main_module("id")).collect()[0][0] == "tablestream.spark_daemon"
 
 
+def test_a_local_sessions_python_workers_hold_their_modules_out_of_the_collectors_reach(spark):
+    # Spark's daemon runs a full garbage collection after every task; it walks only the
+    # objects the daemon and the worker did not freeze (without freezing: about 100,000).
+    from pyspark.sql import functions as F
+
+    from tablestream.spark import session_runs_locally
+
+    if not session_runs_locally(spark):
+        pytest.skip("a cluster's executors fork their workers with Spark's own daemon")
+
+    @F.udf("array<long>")
+    def collected(_):
+        import gc
+
+        return [gc.get_freeze_count(), len(gc.get_objects())]
+
+    spark.range(1).select(collected("id")).collect()  # a first task, which imports its modules
+    frozen, walked = spark.range(1).select(collected("id")).collect()[0][0]
+    assert frozen > 50_000
+    assert walked < 20_000
+
+
+def test_the_daemon_freezes_what_a_worker_holds_after_a_task_that_imported_modules():
+    script = """
+import gc
+from tablestream import spark_daemon
+spark_daemon.preload()
+preloaded = gc.get_freeze_count()
+spark_daemon.freeze_new_modules()
+same = gc.get_freeze_count()
+import xml.dom.minidom
+spark_daemon.freeze_new_modules()
+print(preloaded > 50_000, same == preloaded, gc.get_freeze_count() > preloaded)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "True", "True"]
+
+
 def test_a_local_sessions_queries_write_their_checkpoint_through_hadoops_file_system(spark, tmp_path):
     # Hadoop's FileContext forks chmod and readlink processes for each file it writes on a
     # local disk (20 per trigger); its FileSystem does not.
