@@ -137,3 +137,35 @@ def test_a_stage_computed_in_another_thread_than_the_one_that_built_it_fails(spa
         "a store stage's task found no batch in the local property tablestream.stage.s: its DataFrame was "
         "computed in another thread than the one that built it"
     ) in failed[0]
+
+
+def test_a_task_serving_several_partitions_serves_them_side_by_side_in_their_order():
+    import threading
+
+    from tablestream.runtime.stage import side_by_side
+
+    both_running = threading.Barrier(2, timeout=10)  # broken if the two ran one after another
+
+    def serve(partition: int, rows: pa.Table) -> list:
+        both_running.wait()
+        return [pa.record_batch({"p": [partition] * rows.num_rows})]
+
+    served = [(3, pa.table({"k": [1, 2]})), (1, pa.table({"k": [5]}))]
+    assert [b.column("p").to_pylist() for b in side_by_side(serve, served, 2)] == [[3, 3], [1]]
+
+
+def test_a_failure_of_one_partition_served_side_by_side_is_raised_after_the_others_are_done():
+    from tablestream.runtime.stage import side_by_side
+
+    finished = []
+
+    def serve(partition: int, rows: pa.Table) -> list:
+        if partition == 0:
+            raise OSError("disk full")
+        finished.append(partition)
+        return [pa.record_batch({"p": [partition]})]
+
+    served = [(p, pa.table({"k": [p]})) for p in range(3)]
+    with pytest.raises(OSError, match="disk full"):
+        list(side_by_side(serve, served, 2))
+    assert sorted(finished) == [1, 2]

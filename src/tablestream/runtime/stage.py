@@ -13,9 +13,10 @@ always sees the same keys (nothing may coalesce the shuffle's partitions).
 
 A small batch runs in fewer tasks than state partitions, as many as Spark runs at once
 (``spread``): a task then serves every state partition ``p`` with ``p mod T`` its own,
-one after another, each with its own sessions. A Python task costs tens of
-milliseconds whatever its rows (a 10,000-change batch through four store stages on two
-cores: four tasks a stage ran in two waves). A batch of fewer records still runs each
+each with its own sessions, side by side in threads when the task has cores to itself
+(:func:`side_by_side`). A Python task costs tens of milliseconds whatever its rows (a
+10,000-change batch through four store stages on two cores: four tasks a stage ran in
+two waves). A batch of fewer records still runs each
 stage in one task (``one_task``): its stages run side by side, so one task a stage
 keeps the cores busy without the fixed cost of the others. Large batches keep one task
 per state partition, so that a task gathers one partition's rows only.
@@ -23,9 +24,12 @@ per state partition, so that a task gathers one partition's rows only.
 
 from __future__ import annotations
 
+import contextvars
 import json
+import os
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -205,12 +209,21 @@ def _task(stores, tasks, parameters, kernel, arrow_schema, layout, skipped, repo
             raise PartitioningError(
                 f"store {stores[0]}: one task received rows of state partitions {first} and {other}"
             )
-        served = [first] if (placed == first).all() else [int(p) for p in np.unique(placed)]
-        for partition in served:
-            rows = table if len(served) == 1 else table.filter(pa.array(placed == partition))
-            yield from serve(batch_id, versions, partition, rows.drop_columns(["_sp"]))
+        reports: list = []
+        if (placed == first).all():
+            yield from serve(batch_id, versions, first, table.drop_columns(["_sp"]), reports)
+        else:
+            served = [
+                (int(p), table.filter(pa.array(placed == p)).drop_columns(["_sp"])) for p in np.unique(placed)
+            ]
+            threads = max(1, min(len(served), (os.cpu_count() or 1) // tasks))
+            yield from side_by_side(
+                lambda partition, rows: list(serve(batch_id, versions, partition, rows, reports)), served, threads
+            )
+        if written is not None and reports:
+            written.add(reports)
 
-    def serve(batch_id: int, versions, partition: int, rows: pa.Table):
+    def serve(batch_id: int, versions, partition: int, rows: pa.Table, reports: list):
         commit = "" if versions is None else uuid.uuid4().hex[:12]
         with ExitStack() as stack:
             sessions = [
@@ -228,10 +241,25 @@ def _task(stores, tasks, parameters, kernel, arrow_schema, layout, skipped, repo
             # the stores write; the task ends only after the commit (a failed commit
             # fails the task, and its retry replays the batch).
             yield from out.cast(arrow_schema).to_batches()
-        if written is not None:
-            written.add([(s.store, partition, s.written) for s in sessions if s.written is not None])
+        reports.extend((s.store, partition, s.written) for s in sessions if s.written is not None)
 
     return task
+
+
+def side_by_side(serve: Callable[[int, pa.Table], list], served: list[tuple[int, pa.Table]], threads: int):
+    """The batches ``serve(partition, rows)`` returns for each of ``served``, in their
+    order, the partitions served side by side in ``threads`` threads. RocksDB's reads,
+    writes and commits and Arrow's kernels run without Python's lock, and a task that
+    serves several partitions is a small batch's, its stage's only one or one of fewer
+    than the cores. A failure of any is raised once every partition is done."""
+    if threads == 1:
+        for partition, rows in served:
+            yield from serve(partition, rows)
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        done = [pool.submit(contextvars.copy_context().run, serve, p, rows) for p, rows in served]
+    for future in done:
+        yield from future.result()
 
 
 def _batch_parameters(name: str) -> tuple[int, dict[str, dict[int, Version]] | None]:
