@@ -12,7 +12,7 @@ had been running is over, and Spark knows it.
 
 The garbage collection Spark's daemon runs after each task walks only what tasks left.
 That collection is a full one: it walks every object the worker holds, the modules of
-pyspark, pandas, pyarrow and tablestream among them (about 100,000 objects, 30-90 ms on
+pyspark, pandas, pyarrow and tablestream among them (about 100,000 objects, 40-90 ms on
 two busy cores), more than a small task's own work. So the daemon imports the worker's
 modules before it forks, and freezes them (:func:`gc.freeze`: moved out of the
 collector's reach, and shared by every worker); a worker freezes what it holds after a
