@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from tablestream.runtime.state.rocks import RocksStore
 
 from .stores import dump, run
@@ -33,3 +35,24 @@ def test_a_store_keeps_two_info_logs(layout):
         run(layout, batch, [b"k%d" % batch], [b"v"])
     logs = sorted(p.name.split(".")[0] for p in layout.db_dir("s", 0).iterdir() if p.name.startswith("LOG"))
     assert logs == ["LOG", "LOG"]
+
+
+def test_a_multi_get_in_a_store_without_keys_finds_none_and_one_with_keys_finds_them(layout):
+    # A store without user keys answers get_all without a lookup; its metadata keys (the
+    # versions) are not user keys.
+    keys = pa.array([b"a", b"b", b"c"], pa.binary())
+    db = RocksStore(layout.db_dir("s", 0))
+    try:
+        assert not db.holds_keys()
+        assert db.get_all(keys).to_pylist() == [None, None, None]
+    finally:
+        db.close()
+    run(layout, 0, [b"a", b"b"], [b"1", b"2"])
+    db = RocksStore(layout.db_dir("s", 0))
+    try:
+        assert db.holds_keys()
+        assert db.version() is not None
+        assert db.get_all(keys).to_pylist() == [db.get([b"a"])[0], db.get([b"b"])[0], None]
+        assert db.get_all(keys)[0].as_py() is not None
+    finally:
+        db.close()
