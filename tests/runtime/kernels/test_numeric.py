@@ -10,9 +10,9 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from tablestream.runtime.kernels.numeric import aggregate_deltas, schema
+from tablestream.runtime.kernels.numeric import aggregate_deltas, aggregate_summed, schema
 
-from .rows import cb, rows_table
+from .rows import Stores, cb, rows_table
 
 A, B, C = cb("a"), cb("b"), cb("c")
 
@@ -206,3 +206,38 @@ def test_a_decimal_total_beyond_38_digits_is_an_error(stores):
     assert _run(stores, 1, [(A, 1, nines, 2), (A, -1, nines, 3), (B, 1, nines, 4), (B, 1, Decimal("-" + "9" * 38), 5)], total=dec) == [
         _delta(B, None, (2, 2, Decimal(0)), 5),
     ]
+
+
+def _run_summed(stores, batch_id: int, rows: list[tuple]) -> list[dict]:
+    """Deltas summed ahead, one integer column; ``rows``: (group, dm, dn, ds, ts)."""
+    table = pa.table({
+        "gkb": pa.array([r[0] for r in rows], pa.binary()),
+        **{name: pa.array([r[i + 1] for r in rows], pa.int64()) for i, name in enumerate(("dm", "dn0", "ds0", "ts"))},
+    })
+    out = stores.run(aggregate_summed, table, ("agg",), batch_id, totals=(INT64,))
+    assert out.schema.equals(schema((INT64,)))
+    return sorted(out.to_pylist(), key=lambda r: r["gkb"])
+
+
+def test_summed_deltas_give_what_their_rows_give(stores, tmp_path):
+    """Deltas Spark summed per group and task (several rows of a group summed again)
+    move the states as the rows they sum: members, non-null counts, totals, the largest
+    timestamp; a group left without members is deleted."""
+    (tmp_path / "summed").mkdir()
+    other_stores = Stores(tmp_path / "summed")
+    rows = [[(A, 1, 5, 10), (B, 1, 1, 5), (A, 1, None, 11), (A, 1, 7, 12)], [(A, -1, 5, 20), (B, -1, 1, 3), (C, 1, 2, 4)]]
+    summed = [
+        [(A, 2, 1, 5, 10), (B, 1, 1, 1, 5), (A, 1, 1, 7, 12)],  # A's rows summed by two tasks
+        [(A, -1, -1, -5, 20), (B, -1, -1, -1, 3), (C, 1, 1, 2, 4)],
+    ]
+    for batch, (by_rows, by_sums) in enumerate(zip(rows, summed, strict=True)):
+        assert _run_summed(other_stores, batch, by_sums) == _run_columns(
+            stores, batch, [(g, s, (v,), ts) for g, s, v, ts in by_rows], (INT64,)
+        )
+    assert _run_summed(other_stores, 2, []) == []
+
+
+def test_only_integer_totals_are_summed_ahead(stores):
+    table = pa.table({"gkb": [A], "dm": [1], "ts": [1], "dn0": [1], "ds0": [1.5]})
+    with pytest.raises(ValueError, match="summed deltas are for integer totals only"):
+        stores.run(aggregate_summed, table, ("agg",), 0, totals=(DOUBLE,))

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from ..binary import buffers
 from ..state import StoreSession
 
-__all__ = ["aggregate_deltas", "schema", "state_dtype"]
+__all__ = ["aggregate_deltas", "aggregate_summed", "schema", "state_dtype"]
 
 
 def total_type(arrow: pa.DataType) -> pa.DataType:
@@ -104,8 +104,30 @@ def aggregate_deltas(table: pa.Table, session: StoreSession, *, totals: Sequence
             deltas[f"ds{i}"] = pc.if_else(pc.greater(signs, 0), wide, pc.negate(wide))
         else:
             deltas[f"ds{i}"] = pc.multiply(signs.cast(values.type), pc.fill_null(values, 0))
+    return _apply_deltas(pa.table(deltas), session, totals)
+
+
+def aggregate_summed(table: pa.Table, session: StoreSession, *, totals: Sequence[pa.DataType]) -> pa.Table:
+    """:func:`aggregate_deltas` over deltas already summed per group (by Spark, before
+    the shuffle), several rows of a group summed again: ``gkb``, ``dm`` (the members
+    added less those retracted), ``ts`` (the largest timestamp), and per column ``dn<i>``
+    (non-null values added less those retracted) and ``ds<i>`` (their signed sum). Only
+    integer totals are summed so (exact in any order)."""
+    if table.num_rows == 0:
+        return schema(totals).empty_table()
+    if not all(_kind(t) == "integer" for t in totals):
+        raise ValueError("summed deltas are for integer totals only")
+    names = ["gkb", "dm", "ts", *[f"{p}{i}" for i in range(len(totals)) for p in ("dn", "ds")]]
+    return _apply_deltas(table.select(names), session, totals)
+
+
+def _apply_deltas(deltas: pa.Table, session: StoreSession, totals: Sequence[pa.DataType]) -> pa.Table:
+    """The groups' states moved by ``deltas`` (``gkb``, ``dm``, ``ts``, ``dn<i>``,
+    ``ds<i>``; several rows of a group are summed), written, and the changed groups."""
+    out_schema = schema(totals)
+    kinds = [_kind(t) for t in totals]
     sums = [("dm", "sum"), ("ts", "max")] + [(f"{p}{i}", "sum") for i in range(len(totals)) for p in ("dn", "ds")]
-    grouped = pa.table(deltas).group_by("gkb", use_threads=False).aggregate(sums)
+    grouped = deltas.group_by("gkb", use_threads=False).aggregate(sums)
     keys = grouped.column("gkb").combine_chunks()
     before = session.get_before_all(keys)
     dtype = state_dtype(totals)

@@ -1,7 +1,14 @@
 """count, sum and avg: signed deltas applied to one numeric state per group
 (:mod:`tablestream.runtime.kernels.numeric`); a group without members is deleted. The
 single aggregates and :class:`~tablestream.plan.aggregate.NumericAggregates` (several of
-them of one grouping, a struct of their results) share one rule: one store, one stage."""
+them of one grouping, a struct of their results) share one rule: one store, one stage.
+
+A large batch's deltas of integer totals are summed per group by Spark before they
+reach the store stage (:meth:`NumericRule.summed`), as Spark sums a ``GROUP BY``: each
+task sums its own rows first, so the stage gets a row per group and task instead of one
+per change (a bootstrap of 1M rows into 10,000 groups: 40,000 rows instead of 1M).
+Sums of integers are exact in any order; those of doubles and decimals keep the
+changes' own rows."""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ import functools
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import (
@@ -28,7 +35,7 @@ from ....plan import aggregate as agg
 from ....plan.expr import Expr
 from ...batch import BatchContext
 from ...expressions import ValueShape
-from ...frames import ORDER, Frame, changed, named, result_order, select
+from ...frames import ORDER, Columns, Frame, changed, named, result_order, select
 from ...kernels import numeric
 from ..values import is_guarded_expr
 from .group_by import AggregateRule
@@ -79,7 +86,11 @@ class NumericRule(AggregateRule):
         rows = self.signed_rows(frame, values, guarded=guarded)
         if not hasattr(self, "kernel"):
             self._prepare(rows, frame)
-        stage = self.run_stage(batch, rows, self.stage_in, self.kernel, self.schema)
+        if batch.compute_first and self.summed_kernel is not None:
+            summed, summed_in = self.summed(rows)
+            stage = self.run_stage(batch, summed, summed_in, self.summed_kernel, self.schema)
+        else:
+            stage = self.run_stage(batch, rows, self.stage_in, self.kernel, self.schema)
         changes = batch.persist(stage, self.node.name)
         # A state can change while its results do not (a null joins a sum): emit on change.
         return self.result(batch, select(changes, self.columns).where(self.changed), frame)
@@ -87,10 +98,11 @@ class NumericRule(AggregateRule):
     def _prepare(self, rows, frame: Frame) -> None:
         self.key_type = rows.schema["gk"].dataType
         summed = {r.column for r in self.results if r.function != "count"}
-        totals, inputs = [], []
+        totals, inputs, counted_only = [], [], []
         for i in range(len(self.columns_in)):
             name = f"v{i}"
             vtype = rows.schema[name].dataType
+            counted_only.append(i not in summed)
             if i not in summed:
                 # Only its nulls count: a non-null value adds 0 to its (unread) total.
                 totals.append(pa.int64())
@@ -110,6 +122,10 @@ class NumericRule(AggregateRule):
         self.kernel = functools.partial(numeric.aggregate_deltas, totals=tuple(totals))
         self.schema = numeric.schema(totals)
         self.stage_in = named(["gkb", "sign", *inputs, "ts", *ORDER])
+        self.summed_kernel = None
+        if all(pa.types.is_integer(t) for t in totals):
+            self.summed_kernel = functools.partial(numeric.aggregate_summed, totals=tuple(totals))
+            self._summing = self._summed_columns(counted_only)
         if self.wrapped:
             types = [_type(r, totals) for r in self.results]
             old, new = (
@@ -125,6 +141,37 @@ class NumericRule(AggregateRule):
         ])
         self.changed = changed()
         self.shape = ValueShape(rtype)
+
+
+    @staticmethod
+    def _summed_columns(counted_only: list[bool]):
+        """The grouping and the sums of :meth:`summed`, and the columns the stage reads
+        (``counted_only``: per column, whether only its non-null values are counted)."""
+        skipped = F.col("_skip").isNotNull()
+        sign = F.col("sign").cast("long")
+        zero = F.lit(0).cast("long")
+        # A skipped row stays a row of its own (its position is its group), to be reported.
+        grouping = named(["gkb", "_skip", *[F.when(skipped, F.col(c)).alias(c) for c in _POSITION]])
+        sums = [F.sum(sign).alias("dm"), F.max("ts").alias("ts")]
+        for i, counted in enumerate(counted_only):
+            value = F.col(f"v{i}")
+            value = F.when(value.isNotNull(), zero) if counted else value.cast("long")
+            sums += [
+                F.sum(F.when(value.isNotNull(), sign).otherwise(zero)).alias(f"dn{i}"),
+                F.sum(sign * F.coalesce(value, zero)).alias(f"ds{i}"),
+            ]
+        names = ["gkb", "dm", "ts", *[f"{p}{i}" for i in range(len(counted_only)) for p in ("dn", "ds")], *_POSITION]
+        return grouping, sums, named(names)
+
+    def summed(self, rows: DataFrame) -> tuple[DataFrame, Columns]:
+        """The signed rows summed per group (members, non-null counts and totals added
+        less those retracted, the largest timestamp; a skipped row stays a row of its
+        own), and the columns the stage reads of them."""
+        grouping, sums, stage_in = self._summing
+        return rows.groupBy(*grouping).agg(*sums), stage_in
+
+
+_POSITION = ["o_src", "o_part", "o_off", "o_idx"]
 
 
 def _value(result: _Result, side: str) -> Column:
