@@ -4,7 +4,8 @@
 Every workload runs through the public API (topics in the embedded store, an
 ``Application`` with default settings, ``run_until_caught_up()`` or a running query);
 every result, ours and each peer's, is checked exactly against DuckDB over the same
-generated records. One JSON line per measurement: ``{"workload", "phase", "system",
+generated records. The workloads run after each system's first query in the run's JVM
+(``startup``: a small W2, timed apart). One JSON line per measurement: ``{"workload", "phase", "system",
 "peer", "records", "seconds", "ratio", ...}`` (``seconds``: ours; ``ratio``: the peer's
 time over ours per record, measured in the same run), then a table and the peak memory
 of every process.
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from suite.memory import PeakMemory  # noqa: E402
 from suite.report import Report  # noqa: E402
-from suite.workloads import WORKLOADS, Bench, Sizes  # noqa: E402
+from suite.workloads import WORKLOADS, Bench, Sizes, startup  # noqa: E402
 
 PEERS = ("spark_batch", "recompute", "transform_with_state", "flink", "sdp")
 DEFAULT_PEERS = PEERS
@@ -79,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
                 sdp = Sdp(home / "sdp", report)
             bench = Bench(spark, home, report, peers, sizes, flink, sdp, memory)
             began = time.perf_counter()
+            startup(bench)
             for name in workloads:
                 WORKLOADS[name](bench)
             spark.stop()

@@ -170,14 +170,14 @@ def test_quick_run_checks_every_result():
             assert line["ratio"] > 0
     ours = {(m["workload"], m["phase"]): m for m in measurements if m["peer"] is None}
     assert set(ours) == {
-        ("W1", "bootstrap"), ("W2", "bootstrap"), ("W2", "catch-up"), ("W2", "steady"), ("W2", "steady-floor"),
+        ("startup", "bootstrap"), ("W1", "bootstrap"), ("W2", "bootstrap"), ("W2", "catch-up"), ("W2", "steady"), ("W2", "steady-floor"),
         ("W2", "steady-2x-state"), ("W2", "steady-2x-state-floor"),
         ("W3", "bootstrap"), ("W3", "catch-up"), ("W3", "steady"), ("W3", "steady-floor"),
         ("W3", "steady-2x-state"), ("W3", "steady-2x-state-floor"), ("W4", "enrich"),
     }
     assert all(m["validated"] for (_, phase), m in ours.items() if not phase.startswith("steady"))
     peers = {(m["workload"], m["phase"], m["peer"]): m for m in measurements if m["peer"] is not None}
-    assert {("W1", "bootstrap", "spark_batch"), ("W2", "steady", "recompute"), ("W3", "steady", "recompute"),
+    assert {("startup", "bootstrap", "spark_batch"), ("W1", "bootstrap", "spark_batch"), ("W2", "steady", "recompute"), ("W3", "steady", "recompute"),
             ("W3", "catch-up", "transform_with_state"), ("W4", "enrich", "spark_batch"),
             ("W4", "enrich", "transform_with_state"), ("W2", "steady-2x-state", "tablestream-1x-state"),
             ("W3", "steady-2x-state", "tablestream-1x-state")} <= set(peers)
