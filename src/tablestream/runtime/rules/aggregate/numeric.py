@@ -142,7 +142,6 @@ class NumericRule(AggregateRule):
         self.changed = changed()
         self.shape = ValueShape(rtype)
 
-
     @staticmethod
     def _summed_columns(counted_only: list[bool]):
         """The grouping and the sums of :meth:`summed`, and the columns the stage reads
