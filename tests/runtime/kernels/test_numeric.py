@@ -208,6 +208,18 @@ def test_a_decimal_total_beyond_38_digits_is_an_error(stores):
     ]
 
 
+def test_an_integer_total_beyond_64_bits_is_an_error(stores):
+    """A total that leaves BIGINT fails the batch, naming the group, never wraps; within
+    a batch the deltas are summed exactly (2**62 + 2**62 - 2**62)."""
+    big = 2**62
+    assert _run(stores, 0, [(A, 1, big, 1), (A, 1, big, 2), (A, -1, big, 3)]) == [_delta(A, None, (1, 1, big), 3)]
+    with pytest.raises(ValueError, match=rf"^the sum of group b'.*' overflows BIGINT: {2**63}$"):
+        _run(stores, 1, [(A, 1, big, 4)])
+    with pytest.raises(ValueError, match=rf"^the sum of group b'.*' overflows BIGINT: {-(2**63) - 1}$"):
+        _run(stores, 1, [(A, 1, -big, 4), (A, 1, -big, 5), (A, 1, -big, 6), (A, 1, -1, 7)])
+    assert _run(stores, 1, [(A, 1, big - 1, 4)]) == [_delta(A, (1, 1, big), (2, 2, 2**63 - 1), 4)]
+
+
 def _run_summed(stores, batch_id: int, rows: list[tuple]) -> list[dict]:
     """Deltas summed ahead, one integer column; ``rows``: (group, dm, dn, ds, ts)."""
     table = pa.table({
@@ -235,6 +247,8 @@ def test_summed_deltas_give_what_their_rows_give(stores, tmp_path):
             stores, batch, [(g, s, (v,), ts) for g, s, v, ts in by_rows], (INT64,)
         )
     assert _run_summed(other_stores, 2, []) == []
+    with pytest.raises(ValueError, match=r"^the sum of group b'.*' overflows BIGINT: 9223372036854775810$"):
+        _run_summed(other_stores, 2, [(C, 1, 1, 2**62, 5), (C, 1, 1, 2**62, 6)])
 
 
 def test_only_integer_totals_are_summed_ahead(stores):

@@ -10,7 +10,9 @@ doubles this is the state the single count, sum and avg have always kept.
 
 Decimal totals are exact: a batch's deltas are summed in 256-bit decimals, and a total
 that leaves ``DECIMAL(38, s)`` is an error naming the group, never a rounded or wrapped
-number.
+number. Integer totals likewise: a batch's deltas are summed as 30-digit decimals (64-bit
+sums, Arrow's and numpy's, wrap around), and a total that leaves ``BIGINT`` is an error
+naming the group.
 """
 
 from __future__ import annotations
@@ -126,6 +128,10 @@ def _apply_deltas(deltas: pa.Table, session: StoreSession, totals: Sequence[pa.D
     ``ds<i>``; several rows of a group are summed), written, and the changed groups."""
     out_schema = schema(totals)
     kinds = [_kind(t) for t in totals]
+    for i, kind in enumerate(kinds):
+        if kind == "integer":  # summed exactly: Arrow's and numpy's 64-bit sums wrap around
+            at = deltas.column_names.index(f"ds{i}")
+            deltas = deltas.set_column(at, f"ds{i}", deltas.column(at).cast(_INTEGER_SUMS))
     sums = [("dm", "sum"), ("ts", "max")] + [(f"{p}{i}", "sum") for i in range(len(totals)) for p in ("dn", "ds")]
     grouped = deltas.group_by("gkb", use_threads=False).aggregate(sums)
     keys = grouped.column("gkb").combine_chunks()
@@ -143,6 +149,8 @@ def _apply_deltas(deltas: pa.Table, session: StoreSession, totals: Sequence[pa.D
         added = grouped.column(f"ds{i}_sum")
         if kind == "decimal":
             new[f"total{i}"] = _decimal_sum(old[f"total{i}"], added, total, keys)
+        elif kind == "integer":
+            new[f"total{i}"] = _integer_sum(old[f"total{i}"], added, keys)
         else:
             new[f"total{i}"] = old[f"total{i}"] + added.to_numpy()
         negative |= new[f"nonnull{i}"] < 0
@@ -188,6 +196,23 @@ def _decimals(stored: np.ndarray, total: pa.DataType) -> pa.Array:
 
 def _masked(values: pa.Array, mask: np.ndarray) -> pa.Array:
     return pc.if_else(pa.array(mask), pa.scalar(None, values.type), values) if mask.any() else values
+
+
+# A batch's integer deltas are summed as decimals of 30 digits (a 64-bit integer has 19).
+_INTEGER_SUMS = pa.decimal128(30, 0)
+_INT64_RANGE = (pa.scalar(Decimal(-(2**63)), pa.decimal128(31, 0)), pa.scalar(Decimal(2**63 - 1), pa.decimal128(31, 0)))
+
+
+def _integer_sum(old: np.ndarray, added: pa.ChunkedArray, keys: pa.Array) -> np.ndarray:
+    """Stored integer totals plus a batch's summed deltas, exactly; a total that leaves
+    ``BIGINT`` (64 bits) is an error naming its group, never a wrapped number."""
+    summed = pc.add(pa.array(old.astype(np.int64)).cast(_INTEGER_SUMS), added.combine_chunks().cast(_INTEGER_SUMS))
+    low, high = _INT64_RANGE
+    over = pc.or_(pc.less(summed, low), pc.greater(summed, high)).to_numpy(zero_copy_only=False)
+    if over.any():
+        at = int(np.flatnonzero(over)[0])
+        raise ValueError(f"the sum of group {keys[at].as_py()!r} overflows BIGINT: {summed[at].as_py()}")
+    return summed.cast(pa.int64()).to_numpy()
 
 
 def _decimal_sum(old: np.ndarray, added: pa.ChunkedArray, total: pa.DataType, keys: pa.Array) -> np.ndarray:
