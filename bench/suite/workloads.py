@@ -326,9 +326,10 @@ def w1(bench: Bench) -> None:
         bench.flink.run("W1", "bootstrap", {topic: log}, s.w1_records, expected)
 
 
-def one_record_per_key(bench: Bench, first: int, end: int, ts0: int) -> pa.Table:
-    """A W2 record for each of keys ``k<first>`` to ``k<end - 1>``, in key order."""
-    records = engine_core.changelog(bench.rng, end - first, (first, end), ts0, 0.0)
+def one_record_per_key(bench: Bench, first: int, end: int, ts0: int, rng: np.random.Generator | None = None) -> pa.Table:
+    """A W2 record for each of keys ``k<first>`` to ``k<end - 1>``, in key order (values
+    drawn from ``rng``, by default the bench's)."""
+    records = engine_core.changelog(bench.rng if rng is None else rng, end - first, (first, end), ts0, 0.0)
     keys = pc.binary_join_element_wise("k", pa.array(np.arange(first, end)).cast(pa.string()), "")
     return records.set_column(0, "key", keys.cast(pa.binary()))
 
@@ -343,10 +344,7 @@ def startup(bench: Bench) -> None:
     keys, topic, log = min(STARTUP_KEYS, bench.sizes.w2_keys), "startup", Log()
     rng = np.random.default_rng(7)  # the workloads' data stays what it is without this phase
     store = bench.store("startup", {topic: log})
-    first = engine_core.changelog(rng, keys, (0, keys), 0, 0.0)
-    first = first.set_column(0, "key", pc.binary_join_element_wise(
-        "k", pa.array(np.arange(keys)).cast(pa.string()), "").cast(pa.binary()))
-    append(store, topic, log, first)
+    append(store, topic, log, one_record_per_key(bench, 0, keys, 0, rng))
     app, _ = aggregation_bootstrap(bench, "startup", store, log, False, keys)
     append(store, topic, log, engine_core.changelog(rng, keys, (0, keys), 1_000_000_000, 0.05))
     app.run_until_caught_up()
