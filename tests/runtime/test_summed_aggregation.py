@@ -105,3 +105,31 @@ def test_a_large_batchs_double_sums_keep_the_changes_rows(spark, monkeypatch):
             (3, "KSTREAM-SOURCE-0000000000: null key: an aggregation needs a key (record skipped)"),
         ]
     assert summed == []
+
+
+def test_a_large_batchs_integer_sums_are_exact_whatever_spark_ansi_mode_says(spark, monkeypatch):
+    """Spark's sums of longs wrap around with ANSI mode off: the summed path sums
+    exactly, so a batch whose own sum is past 2**63 - 1 makes a total past it, which
+    fails the batch naming its group, never a wrapped total."""
+    monkeypatch.setattr(runner, "_COMPUTE_FIRST", 1)
+    builder = StreamsBuilder()
+    builder.stream("amounts", value_schema="amount BIGINT").group_by_key().agg(
+        total=agg.sum("amount"), rows=agg.count()
+    ).to_stream().to("totals")
+    before = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        with TestDriver(builder.build(), spark=spark, batched=True) as driver:
+            source = driver.create_input_topic("amounts")
+            for amount, ts in [(2**62 + 5, 1), (2**62 - 3, 2), (-(2**62) - 7, 3)]:
+                source.pipe_input("g", {"amount": amount}, timestamp=ts)
+            driver.advance()
+            records = [(r.key, r.value, r.timestamp) for r in driver.create_output_topic("totals").read_records()]
+            assert records == [("g", {"total": 2**62 - 5, "rows": 3}, 3)]
+            # A batch whose own sum leaves 64 bits (2**63 + 1): the total is no BIGINT.
+            for amount, ts in [(2**62 + 1, 4), (2**62, 5)]:
+                source.pipe_input("g", {"amount": amount}, timestamp=ts)
+            with pytest.raises(Exception, match=rf"the sum of group b'.*' overflows BIGINT: {2**62 + 2**63 - 4}"):
+                driver.advance()
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", before)

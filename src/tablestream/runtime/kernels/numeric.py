@@ -113,8 +113,9 @@ def aggregate_summed(table: pa.Table, session: StoreSession, *, totals: Sequence
     """:func:`aggregate_deltas` over deltas already summed per group (by Spark, before
     the shuffle), several rows of a group summed again: ``gkb``, ``dm`` (the members
     added less those retracted), ``ts`` (the largest timestamp), and per column ``dn<i>``
-    (non-null values added less those retracted) and ``ds<i>`` (their signed sum). Only
-    integer totals are summed so (exact in any order)."""
+    (non-null values added less those retracted) and ``ds<i>`` (their signed sum, an
+    integer or a decimal of scale 0). Only integer totals are summed so (exact in any
+    order)."""
     if table.num_rows == 0:
         return schema(totals).empty_table()
     if not all(_kind(t) == "integer" for t in totals):

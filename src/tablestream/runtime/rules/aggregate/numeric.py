@@ -152,14 +152,25 @@ class NumericRule(AggregateRule):
         # A skipped row stays a row of its own (its position is its group), to be reported.
         grouping = named(["gkb", "_skip", *[F.when(skipped, F.col(c)).alias(c) for c in _POSITION]])
         sums = [F.sum(sign).alias("dm"), F.max("ts").alias("ts")]
+        read = []
         for i, counted in enumerate(counted_only):
             value = F.col(f"v{i}")
-            value = F.when(value.isNotNull(), zero) if counted else value.cast("long")
+            sums.append(F.sum(F.when(value.isNotNull(), sign).otherwise(zero)).alias(f"dn{i}"))
+            if counted:
+                read += [f"dn{i}", F.lit(0).cast(_SUMS).alias(f"ds{i}")]
+                continue
+            # A long is summed as its high and low 32 bits, two sums of longs that cannot
+            # wrap around, then put together as a decimal: exact whatever
+            # spark.sql.ansi.enabled says (a sum of longs wraps without it), as fast as
+            # one sum of longs (a sum of decimals this wide leaves Spark's generated code).
+            value = F.coalesce(value.cast("long"), zero)
             sums += [
-                F.sum(F.when(value.isNotNull(), sign).otherwise(zero)).alias(f"dn{i}"),
-                F.sum(sign * F.coalesce(value, zero)).alias(f"ds{i}"),
+                F.sum(sign * F.shiftright(value, 32)).alias(f"dh{i}"),
+                F.sum(sign * value.bitwiseAND(_LOW_BITS)).alias(f"dl{i}"),
             ]
-        names = ["gkb", "dm", "ts", *[f"{p}{i}" for i in range(len(counted_only)) for p in ("dn", "ds")], *_POSITION]
+            high = F.col(f"dh{i}").cast("decimal(20,0)") * F.lit(_LOW_BITS + 1).cast("decimal(11,0)")
+            read += [f"dn{i}", (high + F.col(f"dl{i}")).cast(_SUMS).alias(f"ds{i}")]
+        names = ["gkb", "dm", "ts", *read, *_POSITION]
         return grouping, sums, named(names)
 
     def summed(self, rows: DataFrame) -> tuple[DataFrame, Columns]:
@@ -171,6 +182,9 @@ class NumericRule(AggregateRule):
 
 
 _POSITION = ["o_src", "o_part", "o_off", "o_idx"]
+_LOW_BITS = 2**32 - 1
+# The summed path's totals, as the kernel adds them (a batch's sum of longs fits).
+_SUMS = "decimal(30,0)"
 
 
 def _value(result: _Result, side: str) -> Column:
