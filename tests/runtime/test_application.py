@@ -91,7 +91,7 @@ def test_a_batch_after_a_large_one_has_its_positions_summed_up_by_its_tasks(tmp_
     from tablestream.runtime import runner
 
     store, app = _orders_app(tmp_path / "home", spark)
-    monkeypatch.setattr(runner, "_COMPUTE_FIRST", 3)
+    monkeypatch.setattr(runner, "_LARGE", 3)
     monkeypatch.setattr(app_module, "_records_between", lambda start, end: None)
     chosen = []
     read = runner.read_positions

@@ -69,7 +69,7 @@ def test_a_large_batchs_integer_aggregates_are_summed_by_spark_with_the_same_res
 
     monkeypatch.setattr(NumericRule, "summed", spy)
     if large:
-        monkeypatch.setattr(runner, "_COMPUTE_FIRST", 1)  # every batch computed as a large one
+        monkeypatch.setattr(runner, "_LARGE", 1)  # every batch computed as a large one
     with TestDriver(_topology(), spark=spark, batched=True) as driver:
         source, out = driver.create_input_topic("users"), driver.create_output_topic("stats")
         for batch, emitted in zip(BATCHES, EMITTED, strict=True):
@@ -89,7 +89,7 @@ def test_a_large_batchs_double_sums_keep_the_changes_rows(spark, monkeypatch):
     """Sums of doubles depend on the order they are added in: they are not summed ahead."""
     summed = []
     monkeypatch.setattr(NumericRule, "summed", lambda self, rows: summed.append(rows))
-    monkeypatch.setattr(runner, "_COMPUTE_FIRST", 1)
+    monkeypatch.setattr(runner, "_LARGE", 1)
     builder = StreamsBuilder()
     builder.stream("orders", value_schema="amount DOUBLE").group_by_key().agg(
         total=agg.sum("amount"), orders=agg.count()
@@ -111,7 +111,7 @@ def test_a_large_batchs_integer_sums_are_exact_whatever_spark_ansi_mode_says(spa
     """Spark's sums of longs wrap around with ANSI mode off: the summed path sums
     exactly, so a batch whose own sum is past 2**63 - 1 makes a total past it, which
     fails the batch naming its group, never a wrapped total."""
-    monkeypatch.setattr(runner, "_COMPUTE_FIRST", 1)
+    monkeypatch.setattr(runner, "_LARGE", 1)
     builder = StreamsBuilder()
     builder.stream("amounts", value_schema="amount BIGINT").group_by_key().agg(
         total=agg.sum("amount"), rows=agg.count()

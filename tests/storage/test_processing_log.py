@@ -217,7 +217,7 @@ def test_good_records_run_no_python(spark, tmp_path):
     )
     checks = runner.source_checks()
     positions = read_positions(records, checks)
-    batch = BatchContext(0, positions, runner.physical, BatchOutput(), compute_first=False)
+    batch = BatchContext(0, positions, runner.physical, BatchOutput(), large=False)
     [(node, rule)] = [(n, r) for n, r in runner.rules if isinstance(r, SourceRule)]
 
     def plan(df):

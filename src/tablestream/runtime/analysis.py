@@ -64,7 +64,7 @@ def analyze(rules, physical, records: DataFrame, output_memo: dict, applying) ->
     :class:`ExpressionError` for the first expression Spark cannot analyze."""
     batch = BatchContext(
         -1, BatchPositions(records, 0, {}, {}), physical, BatchOutput(memo=output_memo),
-        compute_first=False, analysis=True,
+        large=False, analysis=True,
     )
     frames: dict[str, Frame] = {}
     sinks: list[tuple[object, ToTopicRule, Frame]] = []

@@ -50,10 +50,11 @@ from .rules.sources import SourceRule
 from .state import StoreLayout
 from .timestamps import TimestampExtraction
 
-# Records in a batch from which rows read by several consumers are computed by a job of
-# their own first (see BatchContext.persist), and after which the next batch's tasks
-# sum up its positions.
-_COMPUTE_FIRST = 50_000
+# Records from which a batch is large: its store stages run in a task per state
+# partition, its integer aggregates are summed by Spark before their stage, and the next
+# batch's tasks sum up its positions (a small batch is computed in one job instead, on
+# its assumed positions).
+_LARGE = 50_000
 # Records in a batch below which each store stage runs in one task: a Python task costs
 # tens of milliseconds whatever its rows, and a batch's stages run side by side (W3 at
 # 100,000 orders, side by side: one-change batches 0.06-0.15 s faster, 1,000-change
@@ -157,7 +158,7 @@ class BatchRunner:
         outputs. When they show otherwise, the batch is computed again on them (the
         stores read a batch run again as they were before it), as it would have been."""
         found = None
-        if at_most is not None and at_most < _COMPUTE_FIRST and (writes is None or writes(at_most) is None):
+        if at_most is not None and at_most < _LARGE and (writes is None or writes(at_most) is None):
             collected, found = self._process_assumed(records, batch_id, committed, at_most)
             if collected is not None:
                 return collected
@@ -228,7 +229,7 @@ class BatchRunner:
             # A batch's tasks sum up its positions when the batch before was large (or
             # this is the first): catch-up batches repay that Python stage, small ones not.
             last = self.last_positions
-            summarize = last is None or last.count >= _COMPUTE_FIRST
+            summarize = last is None or last.count >= _LARGE
             records = self.extraction.apply(records)
             positions = read_positions(records, self.source_checks(), summarize=summarize, columns=self._positions_read())
         self.last_positions = positions
@@ -246,7 +247,7 @@ class BatchRunner:
             BatchOutput(
                 memo=self._careful_memo if careful else self._output_memo, batch_id=batch_id, committed=committed
             ),
-            compute_first=positions.count >= _COMPUTE_FIRST,
+            large=positions.count >= _LARGE,
             one_task=positions.count < _ONE_TASK,
             versions=self.versions.before(batch_id, committed),
             written=self._written,
@@ -262,7 +263,7 @@ class BatchRunner:
                     if result is not None:
                         frames[node.name] = result
         except BaseException:
-            batch.output.release()  # a job of its own (a large batch's stage) failed
+            batch.output.release()
             raise
         return batch.output
 

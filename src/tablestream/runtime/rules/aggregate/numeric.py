@@ -86,7 +86,7 @@ class NumericRule(AggregateRule):
         rows = self.signed_rows(frame, values, guarded=guarded)
         if not hasattr(self, "kernel"):
             self._prepare(rows, frame)
-        if batch.compute_first and self.summed_kernel is not None:
+        if batch.large and self.summed_kernel is not None:
             summed, summed_in = self.summed(rows)
             stage = self.run_stage(batch, summed, summed_in, self.summed_kernel, self.schema)
         else:
