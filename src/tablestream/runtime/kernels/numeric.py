@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from ..binary import buffers
 from ..state import StoreSession
 
-__all__ = ["aggregate_deltas", "aggregate_summed", "schema", "state_dtype"]
+__all__ = ["INTEGER_SUMS", "aggregate_deltas", "aggregate_summed", "schema", "state_dtype"]
 
 
 def total_type(arrow: pa.DataType) -> pa.DataType:
@@ -132,7 +132,7 @@ def _apply_deltas(deltas: pa.Table, session: StoreSession, totals: Sequence[pa.D
     for i, kind in enumerate(kinds):
         if kind == "integer":  # summed exactly: Arrow's and numpy's 64-bit sums wrap around
             at = deltas.column_names.index(f"ds{i}")
-            deltas = deltas.set_column(at, f"ds{i}", deltas.column(at).cast(_INTEGER_SUMS))
+            deltas = deltas.set_column(at, f"ds{i}", deltas.column(at).cast(INTEGER_SUMS))
     sums = [("dm", "sum"), ("ts", "max")] + [(f"{p}{i}", "sum") for i in range(len(totals)) for p in ("dn", "ds")]
     grouped = deltas.group_by("gkb", use_threads=False).aggregate(sums)
     keys = grouped.column("gkb").combine_chunks()
@@ -200,14 +200,14 @@ def _masked(values: pa.Array, mask: np.ndarray) -> pa.Array:
 
 
 # A batch's integer deltas are summed as decimals of 30 digits (a 64-bit integer has 19).
-_INTEGER_SUMS = pa.decimal128(30, 0)
+INTEGER_SUMS = pa.decimal128(30, 0)
 _INT64_RANGE = (pa.scalar(Decimal(-(2**63)), pa.decimal128(31, 0)), pa.scalar(Decimal(2**63 - 1), pa.decimal128(31, 0)))
 
 
 def _integer_sum(old: np.ndarray, added: pa.ChunkedArray, keys: pa.Array) -> np.ndarray:
     """Stored integer totals plus a batch's summed deltas, exactly; a total that leaves
     ``BIGINT`` (64 bits) is an error naming its group, never a wrapped number."""
-    summed = pc.add(pa.array(old.astype(np.int64)).cast(_INTEGER_SUMS), added.combine_chunks().cast(_INTEGER_SUMS))
+    summed = pc.add(pa.array(old.astype(np.int64)).cast(INTEGER_SUMS), added.combine_chunks().cast(INTEGER_SUMS))
     low, high = _INT64_RANGE
     over = pc.or_(pc.less(summed, low), pc.greater(summed, high)).to_numpy(zero_copy_only=False)
     if over.any():

@@ -184,7 +184,7 @@ class NumericRule(AggregateRule):
 _POSITION = ["o_src", "o_part", "o_off", "o_idx"]
 _LOW_BITS = 2**32 - 1
 # The summed path's totals, as the kernel adds them (a batch's sum of longs fits).
-_SUMS = "decimal(30,0)"
+_SUMS = from_arrow_type(numeric.INTEGER_SUMS)
 
 
 def _value(result: _Result, side: str) -> Column:
