@@ -267,6 +267,17 @@ def test_avro_rejects_names_avro_cannot_hold():
     )
 
 
+def test_a_name_ending_in_a_line_break_is_quoted_and_not_an_avro_name():
+    schema = Schema((Column("A\n", BOOLEAN), Column("B", BOOLEAN)))
+    assert str(schema) == "`A\n` BOOLEAN, B BOOLEAN"
+    assert parse_schema(str(schema)) == schema
+    with pytest.raises(SchemaError) as caught:
+        schema.to_avro()
+    assert str(caught.value) == (
+        "Column name 'A\n' is not a valid Avro name (letters, digits and '_', not starting with a digit)"
+    )
+
+
 def test_avro_schemas_parse_in_fastavro():
     fastavro.parse_schema(
         parse_schema(

@@ -276,7 +276,7 @@ class Schema:
 
 # --- Avro -------------------------------------------------------------------------
 
-_AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def to_avro_schema(
@@ -307,7 +307,7 @@ def to_avro_schema(
 def _avro_record(fields: tuple[Column, ...], name: str) -> dict[str, Any]:
     out = []
     for column in fields:
-        if not _AVRO_NAME.match(column.name):
+        if not _AVRO_NAME.fullmatch(column.name):
             raise SchemaError(
                 f"Column name '{column.name}' is not a valid Avro name "
                 "(letters, digits and '_', not starting with a digit)"
@@ -503,7 +503,7 @@ class _AvroReader:
 # --- parsing ----------------------------------------------------------------------
 
 _DIALECT = Dialect.get_or_raise("spark")  # backticks quote identifiers, as in ksqlDB
-_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def parse_schema(text: str) -> Schema:
@@ -659,7 +659,7 @@ class _Parser:
             name = token.text
             if not name:
                 raise self.error(f"empty column name {self.where(token)}")
-        elif _WORD.match(token.text):
+        elif _WORD.fullmatch(token.text):
             name = token.text
         else:
             raise self.error(f"expected a column name but found '{token.text}' {self.where(token)}")
@@ -744,4 +744,4 @@ def _backtick(name: str) -> str:
 
 
 def _quote_name(name: str) -> str:
-    return name if _WORD.match(name) else _backtick(name)
+    return name if _WORD.fullmatch(name) else _backtick(name)
