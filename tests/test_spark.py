@@ -268,6 +268,29 @@ def test_the_daemon_ends_a_worker_whose_connection_spark_closed_without_raising(
         spark_daemon.worker(None, True)
 
 
+def test_a_worker_that_ends_closes_the_stores_it_kept_open_and_one_that_goes_on_keeps_them(
+    monkeypatch, tmp_path
+):
+    from tablestream import spark_daemon
+    from tablestream.runtime.state import NEWEST, StoreLayout, StoreSession, process_keeper
+
+    layout = StoreLayout(tmp_path / "local", tmp_path / "durable")
+
+    def task(sock, authenticated):
+        with StoreSession(layout, "s", 0, 0, expected=NEWEST, keep="run-1") as session:
+            session.put([b"k"], [b"v"])
+        return 0
+
+    monkeypatch.setattr(spark_daemon, "_spark_worker", task)
+    monkeypatch.setattr(spark_daemon, "freeze_new_modules", lambda: None)
+    monkeypatch.setenv("SPARK_REUSE_WORKER", "1")
+    assert spark_daemon.worker(None, True) == 0
+    assert process_keeper().kept() == [layout.db_dir("s", 0)]
+    monkeypatch.delenv("SPARK_REUSE_WORKER")
+    assert spark_daemon.worker(None, True) == 0
+    assert process_keeper().kept() == []
+
+
 IDLE = """
 import time
 from tablestream.spark import get_spark

@@ -32,10 +32,13 @@ Used through ``spark.python.daemon.module``.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import zipfile
 
 from pyspark import daemon
+
+from tablestream.runtime.state.keeper import process_keeper
 
 _spark_worker = daemon.worker
 
@@ -49,11 +52,16 @@ _modules_when_frozen = 0
 def worker(sock, authenticated: bool) -> int:
     """Spark's ``worker``; a connection Spark closed ends it with exit code -1 (the
     daemon then ends the worker's process quietly) instead of raising. After a task
-    that imported modules, what the worker holds is frozen."""
+    that imported modules, what the worker holds is frozen. A worker that ends closes
+    the stores it kept open (:mod:`tablestream.runtime.state.keeper`), so their last
+    batches are in their files rather than replayed from the changelogs."""
     try:
         code = _spark_worker(sock, authenticated)
     except BrokenPipeError:
-        return -1
+        code = -1
+    if code or not os.environ.get("SPARK_REUSE_WORKER"):
+        process_keeper().close_all()
+        return code
     freeze_new_modules()
     return code
 

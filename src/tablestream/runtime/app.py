@@ -453,6 +453,9 @@ class Application:
             self._after_reset()
             self.paths.check_checkpoint()
             self.paths.remove_unfinished_checkpoint_writes()
+            # The query's tasks keep their stores open between its batches under a token
+            # of this start: a task of a later start opens them again, checked.
+            self.runner.physical.keep = uuid.uuid4().hex
             stream = self._stream()
             writer = stream.writeStream.option(
                 "checkpointLocation", str(self.paths.checkpoint)

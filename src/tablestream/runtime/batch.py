@@ -84,7 +84,7 @@ class BatchContext:
         return StoreStage(
             physical.layout, stores, physical.partitions, self.batch_id,
             versions=self.versions, written=self.written, memo=physical.stage_memo, spread=not self.large,
-            one_task=self.one_task,
+            one_task=self.one_task, keep=physical.keep,
         )
 
     def persist(self, df: DataFrame, node: str | None = None) -> DataFrame:

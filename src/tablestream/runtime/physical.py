@@ -40,6 +40,9 @@ class PhysicalPlan:
         self.topic_partitions = topic_partitions
         self._rule_of = rule_of
         self.stage_memo: dict[Any, Any] = {}
+        # The running query's token, under which its tasks keep their stores open
+        # between batches (None: each task closes them).
+        self.keep: str | None = None
         topics: list[str] = []
         for node in topology.sources:
             for topic in node.topics:

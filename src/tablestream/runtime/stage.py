@@ -66,6 +66,9 @@ class StoreStage:
     # with ``one_task``, in one.
     spread: bool = False
     one_task: bool = False
+    # The running query's token: its tasks keep their stores open from one batch to the
+    # next under it (see :mod:`tablestream.runtime.state.keeper`); None closes them.
+    keep: str | None = None
 
     def run(
         self, frame, key: str, kernel: Kernel, schema, *, key_places_only: bool = False, skipped: str | None = None
@@ -100,7 +103,7 @@ class StoreStage:
             versions = {
                 s: {str(p): v.name for p, v in self.versions.get(s, {}).items() if v is not None} for s in stores
             }
-        return json.dumps({"batch": self.batch_id, "versions": versions})
+        return json.dumps({"batch": self.batch_id, "versions": versions, "keep": self.keep})
 
     def _function(self, stores, key, kernel, schema, key_places_only, skipped, reporter, tasks, columns) -> _StageFunction:
         """The stage's Python function and the columns that shuffle its rows, built at
@@ -198,7 +201,7 @@ def _task(stores, tasks, parameters, kernel, arrow_schema, layout, skipped, repo
             table = _drop_skipped(table, skipped, reporter)
             if table.num_rows == 0:
                 return
-        batch_id, versions = _batch_parameters(parameters)
+        batch_id, versions, keep = _batch_parameters(parameters)
         placed = table.column("_sp").to_numpy()
         # The task's own partition id is its stage's (a union after the stage
         # renumbers them); the rows say which state partitions it serves, and
@@ -211,19 +214,21 @@ def _task(stores, tasks, parameters, kernel, arrow_schema, layout, skipped, repo
             )
         reports: list = []
         if (placed == first).all():
-            yield from serve(batch_id, versions, first, table.drop_columns(["_sp"]), reports)
+            yield from serve(batch_id, versions, keep, first, table.drop_columns(["_sp"]), reports)
         else:
             served = [
                 (int(p), table.filter(pa.array(placed == p)).drop_columns(["_sp"])) for p in np.unique(placed)
             ]
             threads = max(1, min(len(served), (os.cpu_count() or 1) // tasks))
             yield from side_by_side(
-                lambda partition, rows: list(serve(batch_id, versions, partition, rows, reports)), served, threads
+                lambda partition, rows: list(serve(batch_id, versions, keep, partition, rows, reports)),
+                served,
+                threads,
             )
         if written is not None and reports:
             written.add(reports)
 
-    def serve(batch_id: int, versions, partition: int, rows: pa.Table, reports: list):
+    def serve(batch_id: int, versions, keep: str | None, partition: int, rows: pa.Table, reports: list):
         commit = "" if versions is None else uuid.uuid4().hex[:12]
         with ExitStack() as stack:
             sessions = [
@@ -232,6 +237,7 @@ def _task(stores, tasks, parameters, kernel, arrow_schema, layout, skipped, repo
                         layout, s, partition, batch_id,
                         expected=NEWEST if versions is None else versions.get(s, {}).get(partition),
                         commit=commit,
+                        keep=keep,
                     )
                 )
                 for s in stores
@@ -262,8 +268,9 @@ def side_by_side(serve: Callable[[int, pa.Table], list], served: list[tuple[int,
         yield from future.result()
 
 
-def _batch_parameters(name: str) -> tuple[int, dict[str, dict[int, Version]] | None]:
-    """In a task: the batch id and versions its stage's local property ``name`` holds."""
+def _batch_parameters(name: str) -> tuple[int, dict[str, dict[int, Version]] | None, str | None]:
+    """In a task: the batch id, versions and keeping token its stage's local property
+    ``name`` holds."""
     from pyspark import TaskContext
 
     text = TaskContext.get().getLocalProperty(name)
@@ -279,7 +286,7 @@ def _batch_parameters(name: str) -> tuple[int, dict[str, dict[int, Version]] | N
             store: {int(p): Version.parse(name) for p, name in by_partition.items()}
             for store, by_partition in versions.items()
         }
-    return found["batch"], versions
+    return found["batch"], versions, found["keep"]
 
 
 def placing_values(spark, partitions: int, candidate_sql: str) -> list[int]:

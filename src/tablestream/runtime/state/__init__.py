@@ -16,11 +16,16 @@ One concern per module, bottom up:
   the runner's record of the version each batch left of each store partition.
 * :mod:`.session`: :class:`StoreSession`, a task's locked use of one store for one
   batch, opened as of a version (changelog first, then RocksDB, at commit).
+* :mod:`.keeper`: the stores a running query's tasks keep open from one batch to the
+  next in their process, handed over when another process's task asks for one.
 """
 
 from .entries import StoreError
 from .files import StoreLayout
+from .keeper import process_keeper
 from .session import NEWEST, StoreSession
 from .versioning import Version, VersionRecord, Versions
 
-__all__ = ["NEWEST", "StoreError", "StoreLayout", "StoreSession", "Version", "VersionRecord", "Versions"]
+__all__ = [
+    "NEWEST", "StoreError", "StoreLayout", "StoreSession", "Version", "VersionRecord", "Versions", "process_keeper",
+]

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from rocksdict import Checkpoint, Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import BlockBasedOptions, Cache, Checkpoint, Options, Rdict, WriteBatch, WriteOptions
 
 from ...errors import first_line
 from ..binary import strip_prefix
@@ -66,9 +66,21 @@ def _absent(n: int) -> pa.Array:
     )
 
 
+#: The block cache every store of a process shares. RocksDB gives a database 32 MB of
+#: its own otherwise, and a running query's worker keeps many open (see :mod:`.keeper`).
+BLOCK_CACHE_BYTES = 64 << 20
+_block_cache: Cache | None = None
+
+
 def _options() -> Options:
+    global _block_cache
     options = Options(raw_mode=True)
     options.set_keep_log_file_num(2)  # RocksDB starts an info log at every open
+    if _block_cache is None:
+        _block_cache = Cache(BLOCK_CACHE_BYTES)
+    table = BlockBasedOptions()
+    table.set_block_cache(_block_cache)
+    options.set_block_based_table_factory(table)
     return options
 
 
@@ -110,6 +122,15 @@ class RocksStore:
         """Close a database that is being discarded, whatever RocksDB reports."""
         with contextlib.suppress(Exception):
             self._db.close()
+
+    def memtable_bytes(self) -> int:
+        """The bytes in the database's memtables (writes not yet flushed to files)."""
+        return self._db.property_int_value("rocksdb.cur-size-all-mem-tables") or 0
+
+    def flush(self) -> None:
+        """Write the memtables to a level-0 file."""
+        with self._checked():
+            self._db.flush()
 
     def level0_files(self) -> int:
         return self._db.property_int_value("rocksdb.num-files-at-level0") or 0

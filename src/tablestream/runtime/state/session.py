@@ -40,6 +40,7 @@ from .entries import (
     values_before,
 )
 from .files import StoreFiles, StoreLayout
+from .keeper import acquire, process_keeper
 from .rocks import DamagedDatabase, RocksStore
 from .versioning import Version
 
@@ -60,8 +61,10 @@ class StoreSession:
 
     ``expected``: the version the store holds before this batch (None: nothing written),
     or :data:`NEWEST`. ``commit``: this attempt's commit id, naming its changelog (empty:
-    the batch id alone, for a store with one writer). After a commit that wrote,
-    ``written`` is the new version.
+    the batch id alone, for a store with one writer). ``keep``: the running query's
+    token, under which the database stays open after a commit for the next batch's
+    session in this process (:mod:`.keeper`); None closes it. After a commit that
+    wrote, ``written`` is the new version.
     """
 
     def __init__(
@@ -73,6 +76,7 @@ class StoreSession:
         *,
         expected: Version | None | str = NEWEST,
         commit: str = "",
+        keep: str | None = None,
     ) -> None:
         self.layout = layout
         self.store = store
@@ -81,6 +85,7 @@ class StoreSession:
         self.version = Version(batch_id, commit)
         self.written: Version | None = None
         self._files = StoreFiles(layout, store, partition)
+        self._keep = keep
         self._newest = expected == NEWEST
         self._expected: Version | None = None if self._newest else expected  # type: ignore[assignment]
         self._db: RocksStore | None = None
@@ -95,12 +100,19 @@ class StoreSession:
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> StoreSession:
+        db_dir = self.layout.db_dir(self.store, self.partition)
         lock_path = self.layout.lock_file(self.store, self.partition)
-        self._make_dir(lock_path.parent)
-        self._lock = open(lock_path, "a+")  # noqa: SIM115 - held until __exit__
-        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        kept = process_keeper().take(db_dir, lock_path, self._keep) if self._keep else None
+        if kept is None:
+            self._make_dir(lock_path.parent)
+            self._lock = open(lock_path, "a+")  # noqa: SIM115 - held until __exit__
+            acquire(self._lock, db_dir)
+            if self._keep:
+                process_keeper().hold(db_dir, self._lock, self._keep)
+        else:
+            self._lock = kept[0]
         try:
-            self._db = self._open_current()
+            self._db = self._open_current(None if kept is None else kept[1])
         except BaseException:
             self._release()
             raise
@@ -116,16 +128,25 @@ class StoreSession:
                 committed = True
         finally:
             db, self._db = self._db, None
-            try:
-                if db is not None:
-                    db.close(compact=committed)
-            except DamagedDatabase as err:
-                # The batch is in its changelog; the next session rebuilds the database.
-                self._files.discard_working_copy(err.path, err.problem)
-            finally:
-                self._release()
+            db_dir = self.layout.db_dir(self.store, self.partition)
+            if committed and self._keep and db is not None and process_keeper().put_back(db_dir, db):
+                self._lock = None  # the keeper holds it, with the open database
+            else:
+                self._close(db, committed)
+
+    def _close(self, db: RocksStore | None, committed: bool) -> None:
+        try:
+            if db is not None:
+                db.close(compact=committed)
+        except DamagedDatabase as err:
+            # The batch is in its changelog; the next session rebuilds the database.
+            self._files.discard_working_copy(err.path, err.problem)
+        finally:
+            self._release()
 
     def _release(self) -> None:
+        if self._keep:
+            process_keeper().forget(self.layout.db_dir(self.store, self.partition))
         if self._lock is not None:
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
@@ -145,16 +166,17 @@ class StoreSession:
                 break
         directory.mkdir(parents=True, exist_ok=True)
 
-    def _open_current(self) -> RocksStore:
-        """Open the database as of the version before this batch."""
+    def _open_current(self, kept: RocksStore | None = None) -> RocksStore:
+        """Open the database as of the version before this batch (``kept``: the one a
+        running query kept open since its last batch, checked as an opened one is)."""
         if self._newest:
             self._expected = self._files.newest_before(self.batch_id)
         db_dir = self.layout.db_dir(self.store, self.partition)
-        if db_dir.exists() and not db_dir.is_dir():
+        if kept is None and db_dir.exists() and not db_dir.is_dir():
             self._files.discard_working_copy(db_dir, "a file, not a directory")
-        elif db_dir.exists():
+        elif kept is not None or db_dir.exists():
             try:
-                db = self._working_copy(db_dir)
+                db = self._working_copy(kept or RocksStore(db_dir))
             except DamagedDatabase as err:
                 self._files.discard_working_copy(err.path, err.problem)
                 self._rebuilt = True
@@ -163,12 +185,11 @@ class StoreSession:
                     return db
         return self._files.restore(self._expected)
 
-    def _working_copy(self, db_dir: Path) -> RocksStore | None:
-        """The working copy, when it holds the version before this batch (or a run of
-        this batch written on it), or a version on that version's chain after the
-        newest snapshot on it (then caught up with the changelogs after it); None when
-        it must be rebuilt."""
-        db = RocksStore(db_dir)
+    def _working_copy(self, db: RocksStore) -> RocksStore | None:
+        """The working copy ``db``, when it holds the version before this batch (or a
+        run of this batch written on it), or a version on that version's chain after the
+        newest snapshot on it (then caught up with the changelogs after it); None (and
+        ``db`` closed) when it must be rebuilt."""
         try:
             held = db.version()
             if held == self._expected:
