@@ -93,6 +93,15 @@ def test_the_least_recently_used_idle_stores_close_beyond_the_limit(layout, monk
     assert process_keeper().kept() == [layout.db_dir("s", 1), layout.db_dir("s", 2)]
 
 
+def test_a_kept_store_flushes_its_memtable_once_it_holds_more_than_the_limit(layout, monkeypatch):
+    write(layout, 0, [b"a"], [b"1"], keep="run-1")
+    assert sorted(layout.db_dir("s", 0).glob("*.sst")) == []  # the batch is in the memtable
+    monkeypatch.setattr(keeper_module, "FLUSH_ABOVE", 0)
+    write(layout, 1, [b"b"], [b"2"], keep="run-1")
+    assert len(list(layout.db_dir("s", 0).glob("*.sst"))) == 1
+    assert read(layout, 2, [b"a", b"b"], keep="run-1") == [b"1", b"2"]
+
+
 def test_a_store_in_use_when_asked_for_is_handed_over_when_its_session_ends(layout):
     v0 = write(layout, 0, [b"a"], [b"1"], keep="run-1")
     found: list = []

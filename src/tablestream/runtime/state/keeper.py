@@ -189,7 +189,11 @@ class Keeper:
 
     def _serve(self, server: socket.socket) -> None:
         while True:
-            conn, _ = server.accept()
+            try:
+                conn, _ = server.accept()
+            except OSError:  # out of file descriptors, say: the asker asks again
+                time.sleep(_ASK_EVERY)
+                continue
             try:
                 with conn:
                     conn.settimeout(_ANSWER_WITHIN)

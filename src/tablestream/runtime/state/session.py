@@ -114,6 +114,8 @@ class StoreSession:
         try:
             self._db = self._open_current(None if kept is None else kept[1])
         except BaseException:
+            if kept is not None:
+                kept[1].abandon()  # closed already unless the failure came before its checks
             self._release()
             raise
         return self
