@@ -93,6 +93,17 @@ def test_the_least_recently_used_idle_stores_close_beyond_the_limit(layout, monk
     assert process_keeper().kept() == [layout.db_dir("s", 1), layout.db_dir("s", 2)]
 
 
+def test_a_store_no_session_used_for_a_while_closes(layout):
+    write(layout, 0, [b"a"], [b"1"], keep="run-1", partition=0)
+    time.sleep(0.3)
+    write(layout, 0, [b"a"], [b"1"], keep="run-1", partition=1)
+    process_keeper().close_idle(0.2)
+    assert process_keeper().kept() == [layout.db_dir("s", 1)]
+    with open(layout.lock_file("s", 0), "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # its lock released
+        fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def test_a_kept_store_flushes_its_memtable_once_it_holds_more_than_the_limit(layout, monkeypatch):
     write(layout, 0, [b"a"], [b"1"], keep="run-1")
     assert sorted(layout.db_dir("s", 0).glob("*.sst")) == []  # the batch is in the memtable

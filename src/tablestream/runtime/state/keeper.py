@@ -16,7 +16,8 @@ it, so a request that crosses the holder taking the store is never lost, and a h
 that died released its lock with it (its database then lacks the batches it had not
 flushed, which the changelogs replay: the store's version says which).
 
-A store is kept under the running query's token: a session of another run (a restart,
+A kept store no session used for :data:`IDLE_CLOSE` seconds closes. A store is kept
+under the running query's token: a session of another run (a restart,
 another ``run_until_caught_up()``) or one that finds the lock file or the database's
 directory replaced closes the kept database and opens the working copy again, with
 every check an open does. Within a run, a kept database's version is checked as an
@@ -40,7 +41,7 @@ from typing import IO
 
 from .rocks import RocksStore
 
-__all__ = ["KEPT_AT_MOST", "Keeper", "acquire", "process_keeper"]
+__all__ = ["IDLE_CLOSE", "KEPT_AT_MOST", "Keeper", "acquire", "process_keeper"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -50,6 +51,10 @@ KEPT_AT_MOST = 64
 #: A kept store whose memtable grew beyond this flushes it when its session ends, which
 #: bounds a process's memtables to about ``KEPT_AT_MOST`` times this.
 FLUSH_ABOVE = 8 << 20
+#: Seconds after which a kept store no session used closes: a query whose batches come
+#: further apart gains nothing from keeping it, and a session that cannot reach the
+#: holder's socket (another network namespace) waits no longer than this for the lock.
+IDLE_CLOSE = 30.0
 _ASK_EVERY = 0.1  # seconds between two requests to a process that holds a lock
 _ANSWER_WITHIN = 10.0  # seconds to wait for a holder's answer before polling on
 
@@ -162,8 +167,13 @@ class Keeper:
 
     def close_all(self) -> None:
         """Close every idle kept store (those in use close when their sessions end)."""
+        self.close_idle(0.0)
+
+    def close_idle(self, seconds: float) -> None:
+        """Close the kept stores no session has used for ``seconds``."""
+        before = time.monotonic() - seconds
         with self._mutex:
-            idle = [d for d, k in self._kept.items() if not k.in_use]
+            idle = [d for d, k in self._kept.items() if not k.in_use and k.used <= before]
             gone = [self._kept.pop(d) for d in idle]
         for kept in gone:
             _close(kept)
@@ -189,11 +199,16 @@ class Keeper:
 
     def _serve(self, server: socket.socket) -> None:
         while True:
+            server.settimeout(IDLE_CLOSE / 4)
             try:
                 conn, _ = server.accept()
+            except TimeoutError:
+                self.close_idle(IDLE_CLOSE)
+                continue
             except OSError:  # out of file descriptors, say: the asker asks again
                 time.sleep(_ASK_EVERY)
                 continue
+            self.close_idle(IDLE_CLOSE)
             try:
                 with conn:
                     conn.settimeout(_ANSWER_WITHIN)
