@@ -138,10 +138,8 @@ class Keeper:
                 del self._kept[db_dir]
                 return False
             kept.db, kept.identity, kept.in_use, kept.used = db, identity, False, time.monotonic()
-            idle = sorted((k for k in self._kept.values() if not k.in_use), key=lambda k: k.used)
-            excess = idle[: max(0, len(self._kept) - KEPT_AT_MOST)]
-            for gone in excess:
-                del self._kept[next(d for d, k in self._kept.items() if k is gone)]
+            idle = sorted((d for d, k in self._kept.items() if not k.in_use), key=lambda d: self._kept[d].used)
+            excess = [self._kept.pop(d) for d in idle[: max(0, len(self._kept) - KEPT_AT_MOST)]]
         for gone in excess:
             _close(gone)
         return True
