@@ -230,9 +230,10 @@ def test_integer_keys_without_a_key_schema_in_a_materialized_table(tmp_path, spa
     assert store.consume("clicks-app-processing-log") == []
 
 
-def test_batches_run_without_adaptive_execution_in_a_copy_of_the_given_session(tmp_path, spark):
+def test_batches_run_without_adaptive_execution_and_with_simple_plan_texts_in_a_copy_of_the_given_session(tmp_path, spark):
     # A store stage's shuffle has its partitions fixed; adaptive execution would only
-    # run the stages one by one. The session given keeps its own settings.
+    # run the stages one by one; the UI's formatted plan text costs every batch tens of
+    # milliseconds. The session given keeps its own settings.
     spark.conf.set("spark.tablestream.test.marker", "kept")
     try:
         store, app = _orders_app(tmp_path / "home", spark)
@@ -241,7 +242,13 @@ def test_batches_run_without_adaptive_execution_in_a_copy_of_the_given_session(t
 
         def process_batch(records, batch_id, **planned):
             conf = records.sparkSession.conf
-            seen.append((conf.get("spark.sql.adaptive.enabled"), conf.get("spark.tablestream.test.marker")))
+            seen.append(
+                (
+                    conf.get("spark.sql.adaptive.enabled"),
+                    conf.get("spark.sql.ui.explainMode"),
+                    conf.get("spark.tablestream.test.marker"),
+                )
+            )
             process(records, batch_id, **planned)
 
         app.process_batch = process_batch
@@ -249,8 +256,9 @@ def test_batches_run_without_adaptive_execution_in_a_copy_of_the_given_session(t
         app.run_until_caught_up()
     finally:
         spark.conf.unset("spark.tablestream.test.marker")
-    assert seen == [("false", "kept")]
+    assert seen == [("false", "simple", "kept")]
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    assert spark.conf.get("spark.sql.ui.explainMode") == "FORMATTED"
     assert {row.key: row.value for row in app.table("revenue").collect()} == {"ada": 10.0}
 
 
