@@ -40,6 +40,8 @@ class BatchOutput:
     # BatchRunner.process), collected with the outputs.
     positions: DataFrame | None = None
     persisted: list[DataFrame] = field(default_factory=list)
+    # The local property each store stage set, and its stores (see StoreStage.properties).
+    stage_properties: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     memo: dict[Any, Any] = field(default_factory=dict)
     batch_id: int = -1
     committed: int | None = None  # the last batch the checkpoint says is done
@@ -84,7 +86,7 @@ class BatchContext:
         return StoreStage(
             physical.layout, stores, physical.partitions, self.batch_id,
             versions=self.versions, written=self.written, memo=physical.stage_memo, spread=not self.large,
-            one_task=self.one_task, keep=physical.keep,
+            one_task=self.one_task, keep=physical.keep, properties=self.output.stage_properties,
         )
 
     def persist(self, df: DataFrame, node: str | None = None) -> DataFrame:

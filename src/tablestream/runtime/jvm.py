@@ -61,3 +61,82 @@ def map_in_arrow(df: DataFrame, udf: Column) -> DataFrame:
     :class:`~tablestream.runtime.stage.StoreStage`), without PySpark's per-call work
     (the function pickled again, one Column per input column)."""
     return DataFrame(df._jdf.mapInArrow(udf._jc, False, None), df.sparkSession)
+
+
+def schema_json(df: DataFrame) -> str:
+    """``df``'s Spark schema as JSON (one call)."""
+    return df._jdf.schema().json()
+
+
+class PlanSwap:
+    """A DataFrame built on another, ``base``, made again on a DataFrame of the same
+    columns without building or analysing it again: Spark's analysed plan of ``whole``
+    with each copy of ``base``'s plan in it replaced by the new one, its columns renamed
+    to the copy's (Spark's attribute ids), then marked analysed. Also for the DataFrames
+    ``also`` (the ones a batch caches), each swapped alike.
+
+    Spark copies a plan's relation when a plan reads it twice (a union of two branches
+    of it: ``DeduplicateRelations``), so ``base`` may appear under new ids: every
+    subtree with the same result as ``base`` is a copy, found once here. Building fails
+    (:class:`ValueError`) when some relation of ``base`` appears outside them, or when
+    there is none: such a plan cannot be made again this way.
+    """
+
+    def __init__(self, whole: DataFrame, base: DataFrame, also: list[DataFrame]):
+        self._session = whole.sparkSession
+        base_plan = base._jdf.queryExecution().analyzed()
+        self._width = base_plan.output().size()
+        self._base = base_plan.canonicalized()
+        base_leaves = _leaves(base_plan)
+        self.plans = []
+        for df in (whole, *also):
+            plan = df._jdf.queryExecution().analyzed()
+            copies = self._copies(plan)
+            leaves = [leaf for leaf in _leaves(plan) if any(leaf.sameResult(b) for b in base_leaves)]
+            if not copies or len(leaves) != len(copies) * len(base_leaves):
+                raise ValueError(f"{len(copies)} copies of the base plan hold {len(leaves)} of its relations")
+            targets = []
+            for copy in copies:
+                output = copy.output()
+                targets.append((copy, [(a.name(), a.exprId()) for a in (output.apply(i) for i in range(self._width))]))
+            self.plans.append((plan, targets))
+
+    def _copies(self, plan) -> list:
+        """The subtrees of ``plan`` with the same result as the base plan."""
+        if plan.output().size() == self._width and plan.canonicalized().equals(self._base):
+            return [plan]
+        children = plan.children()
+        return [copy for i in range(children.size()) for copy in self._copies(children.apply(i))]
+
+    def on(self, base: DataFrame) -> list[DataFrame]:
+        """``whole`` and each of ``also`` with ``base`` in place of the one they were
+        built on (same columns, same types)."""
+        sc = SparkContext._active_spark_context
+        jvm = sc._jvm
+        expressions = jvm.org.apache.spark.sql.catalyst.expressions
+        logical = jvm.org.apache.spark.sql.catalyst.plans.logical
+        new = base._jdf.queryExecution().analyzed()
+        output = new.output()
+        attributes = [output.apply(i) for i in range(self._width)]
+        none = getattr(getattr(jvm.scala, "None$"), "MODULE$")
+        nothing = seq([])
+        swapped = []
+        for plan, targets in self.plans:
+            replacements = jvm.java.util.HashMap()
+            for copy, names in targets:
+                aliases = [
+                    expressions.Alias(attribute, name, expr_id, nothing, none, nothing)
+                    for attribute, (name, expr_id) in zip(attributes, names, strict=True)
+                ]
+                replacements.put(copy, logical.Project(seq(aliases), new))
+            # A Scala Map is a partial function: transformUp replaces the nodes it holds.
+            result = plan.transformUp(jvm.PythonUtils.toScalaMap(replacements))
+            result.setAnalyzed()
+            jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(self._session._jsparkSession, result)
+            swapped.append(DataFrame(jdf, self._session))
+        return swapped
+
+
+def _leaves(plan) -> list:
+    leaves = plan.collectLeaves()
+    return [leaves.apply(i) for i in range(leaves.size())]

@@ -97,12 +97,15 @@ class CollectedBatch:
     positions: pa.Table | None = None  # every record's position, when the batch collected them
 
 
-def collect_batch(out: BatchOutput, writes: ExecutorWrites | None = None) -> CollectedBatch:
+def collect_batch(
+    out: BatchOutput, writes: ExecutorWrites | None = None, union: DataFrame | None = None
+) -> CollectedBatch:
     """Collect every output of a batch with one Spark job: each output's rows become a
     struct column of one union (the others null), so the batch's stages run once and
     no output pays a job of its own. The outputs ``writes`` names are written by the
     tasks in that same job (:mod:`tablestream.runtime.output_files`): only their files'
-    summaries reach the driver."""
+    summaries reach the driver. ``union``: the union when it is built already (see
+    :func:`batch_union`; no outputs written by the tasks)."""
     parts, sinks = _parts(out)
     collected = CollectedBatch()
     if not parts:
@@ -129,7 +132,7 @@ def collect_batch(out: BatchOutput, writes: ExecutorWrites | None = None) -> Col
             kind, name, _, _ = parts[i]
             (collected.topic_files if kind == "records" else collected.table_files)[name].append(file)
     else:
-        table = output_union(out, parts).toArrow()
+        table = (union if union is not None else output_union(out, parts)).toArrow()
     part_ids = table.column("_part")
     rows: dict[int, pa.Table] = {}
     for i in range(len(parts)):
@@ -186,6 +189,13 @@ def _parts(out: BatchOutput):
         positions = out.positions
         parts.append(("positions", "", positions, _memo(out, ("positions",), lambda: [F.col(c) for c in positions.columns])))
     return parts, sinks
+
+
+def batch_union(out: BatchOutput) -> DataFrame | None:
+    """The one DataFrame :func:`collect_batch` collects when the driver writes every
+    output (None: the batch has no outputs)."""
+    parts, _ = _parts(out)
+    return output_union(out, parts) if parts else None
 
 
 def output_union(out: BatchOutput, parts) -> DataFrame:

@@ -26,6 +26,7 @@ import logging
 import re
 from collections.abc import Callable
 
+from py4j.protocol import Py4JError
 from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import Column, DataFrame
 
@@ -35,7 +36,8 @@ from .analysis import analyze, empty_records
 from .batch import BatchContext, BatchOutput
 from .failures import FailureLog, ProcessingSettings, carefully, operating
 from .frames import Frame, select
-from .output import CollectedBatch, collect_batch
+from .jvm import PlanSwap, schema_json
+from .output import CollectedBatch, batch_union, collect_batch
 from .output_files import ExecutorWrites
 from .physical import PhysicalPlan
 from .positions import (
@@ -47,6 +49,7 @@ from .positions import (
 )
 from .rules import rule_for
 from .rules.sources import SourceRule
+from .stage import stage_parameters
 from .state import StoreLayout
 from .timestamps import TimestampExtraction
 
@@ -108,6 +111,9 @@ class BatchRunner:
         self._position_columns = None
         self._output_memo: dict = {}
         self._careful_memo: dict = {}
+        # Small batches' plans, built once per shape and made again on each batch's
+        # records (see _process_assumed); None for a shape that cannot be.
+        self._plans: dict[tuple, _BatchPlan | None] = {}
         #: Batches run carefully (see :meth:`process`) since the runner was built.
         self.careful_runs = 0
         # The last batch's positions: its record count, where it ends in each partition.
@@ -122,6 +128,7 @@ class BatchRunner:
         run, after a reset)."""
         self.physical.layout = layout
         self.versions = layout.version_record()
+        self._plans.clear()  # their stages' functions serve the stores of the run before
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -192,12 +199,34 @@ class BatchRunner:
     ) -> tuple[CollectedBatch | None, BatchPositions | None]:
         """The batch computed on its assumed positions, and the positions it has: the
         batch collected when they are as assumed; else None and the positions found (None
-        too when its job failed: the batch then runs as any other)."""
-        records = self.extraction.apply(records)
-        out = self._apply(assumed_positions(records, at_most), batch_id, careful=False, committed=committed)
-        out.positions = select(records, self._positions_read())
+        too when its job failed: the batch then runs as any other).
+
+        A small batch's plan is the same from one batch to the next but for its records:
+        it is built once per shape (one task a stage or not, the records' columns), and
+        each later batch's is that plan made again on its records
+        (:class:`~tablestream.runtime.jvm.PlanSwap`), its stages' local properties set to
+        the batch's. Building the DataFrames of a plan costs Spark's analysis of each
+        (W2: about 25 of them, 0.1 s a batch; W3 twice that)."""
+        shape = (at_most < _ONE_TASK, schema_json(records))
+        plan = self._plans.get(shape)
+        made = None
+        if plan is not None:
+            try:
+                made = self._made_again(plan, records, batch_id, committed)
+            except Py4JError as error:
+                _LOG.warning("A batch plan could not be made again (%s); each batch builds its own", error)
+                self._plans[shape] = None
+        if made is not None:
+            out, union = made
+            extracted = None
+        else:
+            extracted = self.extraction.apply(records)
+            out = self._apply(assumed_positions(extracted, at_most), batch_id, careful=False, committed=committed)
+            out.positions = select(extracted, self._positions_read())
+            union = batch_union(out)
+        persisted = list(out.persisted)
         try:
-            collected = collect_batch(out, None)
+            collected = collect_batch(out, None, union)
         except Exception as error:
             if query_stopped(error):
                 raise
@@ -207,11 +236,35 @@ class BatchRunner:
             return None, None
         finally:
             out.release()
-        found = positions_found(records, collected.positions, self.source_checks())
+        if extracted is None:
+            extracted = self.extraction.apply(records)
+        found = positions_found(extracted, collected.positions, self.source_checks())
         self.last_positions = found
         if not found.as_assumed:
             return None, found
+        if shape not in self._plans and union is not None:
+            self._plans[shape] = _BatchPlan.of(union, records, persisted, out)
         return self._settled(out, collected), found
+
+    def _made_again(
+        self, plan: _BatchPlan, records: DataFrame, batch_id: int, committed: int | None
+    ) -> tuple[BatchOutput, DataFrame]:
+        """A batch's outputs and the union collecting them, from ``plan`` made again on
+        its ``records``: the rows each stage caches cached again, each stage's local
+        property set to this batch's id and versions."""
+        union, *persisted = plan.swap.on(records)
+        out = BatchOutput(
+            records=plan.out.records, tables=plan.out.tables, errors=plan.out.errors, positions=plan.out.positions,
+            persisted=[df.persist() for df in persisted], stage_properties=plan.out.stage_properties,
+            memo=plan.out.memo, batch_id=batch_id, committed=committed,
+        )
+        versions = self.versions.before(batch_id, committed)
+        context = union.sparkSession.sparkContext
+        for name, stores in out.stage_properties:
+            context.setLocalProperty(name, stage_parameters(batch_id, versions, self.physical.keep, stores))
+        self._written.value = []
+        self.failures.reset()
+        return out, union
 
     def _positions_read(self):
         if self._position_columns is None:
@@ -296,6 +349,25 @@ class BatchRunner:
         """The context a rule is applied in: its operator's reporter (see
         :func:`~tablestream.runtime.failures.operating`)."""
         return operating(self._reporter(rule, inputs))
+
+
+class _BatchPlan:
+    """A small batch's plan kept to be made again on later batches' records: the swap
+    of its union and cached rows, and its outputs (their frames, sinks and columns)."""
+
+    def __init__(self, swap: PlanSwap, out: BatchOutput):
+        self.swap, self.out = swap, out
+
+    @classmethod
+    def of(cls, union: DataFrame, records: DataFrame, persisted: list[DataFrame], out: BatchOutput) -> _BatchPlan | None:
+        """The plan of a batch computed on ``records``; None when it cannot be made again
+        (see :class:`~tablestream.runtime.jvm.PlanSwap`): its shape's batches are then
+        each built as the first."""
+        try:
+            return cls(PlanSwap(union, records, persisted), out)
+        except (ValueError, Py4JError) as error:
+            _LOG.debug("A batch plan is built for each batch: %s", error)
+            return None
 
 
 class _Reports(AccumulatorParam):

@@ -69,6 +69,9 @@ class StoreStage:
     # The running query's token: its tasks keep their stores open from one batch to the
     # next under it (see :mod:`tablestream.runtime.state.keeper`); None closes them.
     keep: str | None = None
+    # Where the stage notes the local property it sets and its stores, so that a batch
+    # run on the same plan sets its own (see ``BatchRunner``).
+    properties: list | None = field(default=None, compare=False)
 
     def run(
         self, frame, key: str, kernel: Kernel, schema, *, key_places_only: bool = False, skipped: str | None = None
@@ -92,18 +95,13 @@ class StoreStage:
         columns = tuple(frame.columns)
         function = self._function(stores, key, kernel, schema, key_places_only, skipped, reporter, tasks, columns)
         frame.sparkSession.sparkContext.setLocalProperty(function.property, self._parameters(stores))
+        if self.properties is not None:
+            self.properties.append((function.property, stores))
         shuffled = jvm.repartition(jvm.select(frame, function.placed), *function.by(self, frame.sparkSession, tasks))
         return jvm.map_in_arrow(shuffled, function.udf)
 
     def _parameters(self, stores: tuple[str, ...]) -> str:
-        """This batch's id and the versions its tasks open each store as of (absent: each
-        store's newest durable files), as the tasks read them."""
-        versions = None
-        if self.versions is not None:
-            versions = {
-                s: {str(p): v.name for p, v in self.versions.get(s, {}).items() if v is not None} for s in stores
-            }
-        return json.dumps({"batch": self.batch_id, "versions": versions, "keep": self.keep})
+        return stage_parameters(self.batch_id, self.versions, self.keep, stores)
 
     def _function(self, stores, key, kernel, schema, key_places_only, skipped, reporter, tasks, columns) -> _StageFunction:
         """The stage's Python function and the columns that shuffle its rows, built at
@@ -138,6 +136,18 @@ class StoreStage:
             by_task = F.array(*[F.lit(v).cast("int") for v in values])
             self.memo["spread", tasks] = F.element_at(by_task, F.pmod(F.col("_sp"), F.lit(tasks)) + 1)
         return self.memo["spread", tasks]
+
+
+def stage_parameters(
+    batch_id: int, versions: Mapping[str, Mapping[int, Version]] | None, keep: str | None, stores: tuple[str, ...]
+) -> str:
+    """A batch's id and the versions its tasks open each of ``stores`` as of (absent:
+    each store's newest durable files), and the query's token, as a stage's tasks read
+    them from its local property."""
+    chosen = None
+    if versions is not None:
+        chosen = {s: {str(p): v.name for p, v in versions.get(s, {}).items() if v is not None} for s in stores}
+    return json.dumps({"batch": batch_id, "versions": chosen, "keep": keep})
 
 
 class _StageFunction:
