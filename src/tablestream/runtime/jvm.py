@@ -84,6 +84,15 @@ class PlanSwap:
 
     def __init__(self, whole: DataFrame, base: DataFrame, also: list[DataFrame]):
         self._session = whole.sparkSession
+        jvm = SparkContext._active_spark_context._jvm
+        # The JVM classes and constants each batch's swap uses, looked up once.
+        self._alias = jvm.org.apache.spark.sql.catalyst.expressions.Alias
+        self._project = jvm.org.apache.spark.sql.catalyst.plans.logical.Project
+        self._datasets = jvm.org.apache.spark.sql.classic.Dataset
+        self._to_map = jvm.PythonUtils.toScalaMap
+        self._new_map = jvm.java.util.HashMap
+        self._none = getattr(getattr(jvm.scala, "None$"), "MODULE$")
+        self._nothing = seq([])
         base_plan = base._jdf.queryExecution().analyzed()
         self._width = base_plan.output().size()
         self._base = base_plan.canonicalized()
@@ -111,28 +120,22 @@ class PlanSwap:
     def on(self, base: DataFrame) -> list[DataFrame]:
         """``whole`` and each of ``also`` with ``base`` in place of the one they were
         built on (same columns, same types)."""
-        sc = SparkContext._active_spark_context
-        jvm = sc._jvm
-        expressions = jvm.org.apache.spark.sql.catalyst.expressions
-        logical = jvm.org.apache.spark.sql.catalyst.plans.logical
         new = base._jdf.queryExecution().analyzed()
         output = new.output()
         attributes = [output.apply(i) for i in range(self._width)]
-        none = getattr(getattr(jvm.scala, "None$"), "MODULE$")
-        nothing = seq([])
         swapped = []
         for plan, targets in self.plans:
-            replacements = jvm.java.util.HashMap()
+            replacements = self._new_map()
             for copy, names in targets:
                 aliases = [
-                    expressions.Alias(attribute, name, expr_id, nothing, none, nothing)
+                    self._alias(attribute, name, expr_id, self._nothing, self._none, self._nothing)
                     for attribute, (name, expr_id) in zip(attributes, names, strict=True)
                 ]
-                replacements.put(copy, logical.Project(seq(aliases), new))
+                replacements.put(copy, self._project(seq(aliases), new))
             # A Scala Map is a partial function: transformUp replaces the nodes it holds.
-            result = plan.transformUp(jvm.PythonUtils.toScalaMap(replacements))
+            result = plan.transformUp(self._to_map(replacements))
             result.setAnalyzed()
-            jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(self._session._jsparkSession, result)
+            jdf = self._datasets.ofRows(self._session._jsparkSession, result)
             swapped.append(DataFrame(jdf, self._session))
         return swapped
 
