@@ -320,3 +320,20 @@ def test_without_a_writable_cache_spark_keeps_its_own_home(tmp_path, monkeypatch
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
     monkeypatch.delenv("SPARK_HOME", raising=False)
     assert _local_spark_home() is None
+
+
+def test_arrow_batches_cut_by_rows_only_within_and_the_setting_back_after_even_on_failure(spark):
+    from tablestream.spark import arrow_batches_cut_by_rows, batch_session
+
+    session, setting = batch_session(spark), "spark.sql.execution.arrow.maxBytesPerBatch"
+    with arrow_batches_cut_by_rows(session):
+        assert session.conf.get(setting) == "2147483647"
+    assert session.conf.get(setting) == "67108864b"
+    with arrow_batches_cut_by_rows(session, rows_only=False):
+        assert session.conf.get(setting) == "67108864b"
+    session.conf.set(setting, "1m")
+    with pytest.raises(ZeroDivisionError), arrow_batches_cut_by_rows(session):
+        assert session.conf.get(setting) == "2147483647"
+        1 / 0  # noqa: B018
+    assert session.conf.get(setting) == "1m"
+    assert spark.conf.get(setting) == "67108864b"

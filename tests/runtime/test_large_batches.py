@@ -83,3 +83,29 @@ def test_a_table_read_by_several_consumers_gives_them_the_same_rows_in_a_large_b
     if large:
         monkeypatch.setattr(runner, "_LARGE", 1)  # every batch computed as a large one
     assert _run(spark) == EXPECTED
+
+
+@pytest.mark.parametrize(("bound", "rows_only"), [(26, True), (25, False)], ids=["small-records", "a-large-record"])
+def test_a_large_batch_of_small_records_sends_its_rows_to_python_in_batches_cut_by_rows_only(
+    spark, monkeypatch, bound, rows_only
+):
+    # Each batch's largest record is an order of 26 bytes: key "o1" (2), value
+    # {"product":"p1","qty":2} (24).
+    import contextlib
+
+    monkeypatch.setattr(runner, "_LARGE", 1)
+    monkeypatch.setattr(runner, "_SMALL_RECORD", bound)
+    real, seen = runner.arrow_batches_cut_by_rows, []
+
+    @contextlib.contextmanager
+    def spy(session, cut_by_rows_only=True):
+        setting = "spark.sql.execution.arrow.maxBytesPerBatch"
+        with real(session, cut_by_rows_only):
+            seen.append((cut_by_rows_only, session.conf.get(setting)))
+            yield
+        seen.append(("after", session.conf.get(setting)))
+
+    monkeypatch.setattr(runner, "arrow_batches_cut_by_rows", spy)
+    assert _run(spark) == EXPECTED
+    inside = "2147483647" if rows_only else "67108864b"
+    assert seen == [(rows_only, inside), ("after", "67108864b")] * 2

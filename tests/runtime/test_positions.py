@@ -7,12 +7,13 @@ import pytest
 
 from tablestream.runtime.positions import read_positions
 
-SCHEMA = "topic string, partition int, offset bigint, timestamp bigint, value string"
+SCHEMA = "topic string, partition int, offset bigint, timestamp bigint, value string, key string"
 
 
 def records(spark, slices: list[list[tuple]]):
-    """A DataFrame whose Spark partition i holds exactly ``slices[i]``."""
-    placed = [(i, row) for i, part in enumerate(slices) for row in part]
+    """A DataFrame whose Spark partition i holds exactly ``slices[i]`` (rows of topic,
+    partition, offset, timestamp, value and, when given, key)."""
+    placed = [(i, row if len(row) == 6 else (*row, None)) for i, part in enumerate(slices) for row in part]
     sizes = [len(part) for part in slices]
     assert all(sizes), "every slice needs rows"
     rdd = spark.sparkContext.parallelize(placed, 1).partitionBy(len(slices), lambda i: i).values()
@@ -111,7 +112,7 @@ def test_other_columns_pass_through_unchanged(spark, slices, summarize):
     size = len(rows) // slices
     frame = records(spark, [rows[i * size : (i + 1) * size] for i in range(slices)])
     out = read_positions(frame, {}, summarize=summarize).records
-    assert out.columns == ["topic", "partition", "offset", "timestamp", "value", "o_ts"]
+    assert out.columns == ["topic", "partition", "offset", "timestamp", "value", "key", "o_ts"]
     assert sorted((r.offset, r.value, r.o_ts) for r in out.collect()) == [(i, f"v{i}", 100) for i in range(6)]
 
 
@@ -124,11 +125,22 @@ def test_a_batch_ends_after_its_last_record_of_each_partition(spark, summarize):
     assert read_positions(frame, {}, summarize=summarize).ends == {("a", 0): 9, ("a", 1): 1, ("b", 2): 41}
 
 
+def test_a_batch_knows_its_largest_records_key_and_value_bytes(spark, summarize):
+    # UTF-8 bytes, not characters; a missing key or value counts nothing.
+    frame = records(
+        spark,
+        [[("a", 0, 0, 1, "xyz", "k"), ("a", 0, 1, 1, None, "long key"), ("a", 1, 0, 1, "é" * 5, None)],
+         [("b", 0, 0, 1, "v", "kk")]],
+    )
+    assert read_positions(frame, {}, summarize=summarize).largest == 10
+
+
 def test_an_empty_batch_gets_the_column(spark, summarize):
     positions = read_positions(spark.createDataFrame([], SCHEMA), {}, summarize=summarize)
     assert positions.records.columns[-1] == "o_ts"
     assert positions.records.count() == 0
     assert positions.ends == {}
+    assert positions.largest == 0
 
 
 def test_checks_find_each_sources_invalid_records_in_the_same_job(spark, summarize):
@@ -194,16 +206,17 @@ def test_a_task_sums_up_each_run_of_consecutive_offsets_and_lists_its_invalid_re
         "partition": pa.array([0, 0, 0, 0, 0, 0], pa.int32()),
         "offset": [5, 1, 0, 2, 4, 0],  # a/0: offsets 0-2 and 4-5 (3 is elsewhere or gone)
         "timestamp": [3, 6, 5, 6, 7, 1],
+        "_size": [30, 99, 10, 20, 40, 5],
         "_invalid0": [False, True, False, False, False, False],
     })
     summary, invalid = (b.to_pylist() for b in _summarize(iter([rows])))
     assert summary == [
         {"topic": "a", "partition": 0, "source": -1, "offset": 0, "last_offset": 2, "first_ts": 5, "max_ts": 6,
-         "count": 3, "in_order": True},
+         "count": 3, "in_order": True, "largest": 99},
         {"topic": "a", "partition": 0, "source": -1, "offset": 4, "last_offset": 5, "first_ts": 7, "max_ts": 7,
-         "count": 2, "in_order": False},
+         "count": 2, "in_order": False, "largest": 40},
         {"topic": "b", "partition": 0, "source": -1, "offset": 0, "last_offset": 0, "first_ts": 1, "max_ts": 1,
-         "count": 1, "in_order": True},
+         "count": 1, "in_order": True, "largest": 5},
     ]
     assert invalid == [{"topic": "a", "partition": 0, "source": 0, "offset": 1, "last_offset": None,
-                        "first_ts": None, "max_ts": None, "count": None, "in_order": None}]
+                        "first_ts": None, "max_ts": None, "count": None, "in_order": None, "largest": None}]

@@ -1,11 +1,12 @@
 """What a batch's first job learns about its source records: their ordering time and
 which of them cannot be read.
 
-One Spark job reads the batch's positions (topic, partition, offset, timestamp), with
-one flag per source: the record is among that source's topics and its key or value does
+One Spark job reads the batch's positions (topic, partition, offset, timestamp, the
+bytes of the record's key and value), with one flag per source: the record is among that source's topics and its key or value does
 not decode in the source's formats (or, for a table, it has no key). Each task sums up
 its records per run of consecutive offsets of a topic partition (offset range, first
-and largest timestamp, whether the timestamps never go back along the run) and lists
+and largest timestamp, whether the timestamps never go back along the run, its largest
+record's bytes) and lists
 its invalid records, so only those summaries reach the driver (after a small batch,
 the next one brings its positions to the driver instead and sums them up there: a
 Python stage's fixed cost is repaid only by a large batch). From them:
@@ -36,6 +37,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from ..spark import arrow_batches_cut_by_rows
 from .frames import Columns, named, select
 
 _POSITIONS = ["topic", "partition", "offset", "timestamp"]
@@ -47,13 +49,15 @@ class BatchPositions:
     invalid records (``topic, partition, offset``; absent when it has none), and where
     it ends: per topic partition it has records of, the offset after its last one.
     ``in_order``: no record's timestamp is below one at an earlier offset of its
-    partition (``o_ts`` is then the timestamp)."""
+    partition (``o_ts`` is then the timestamp). ``largest``: the bytes of its largest
+    record's key and value (None: not read)."""
 
     records: DataFrame
     count: int
     invalid: dict[str, pa.Table]
     ends: dict[tuple[str, int], int]
     in_order: bool = True
+    largest: int | None = None
 
     @property
     def as_assumed(self) -> bool:
@@ -74,7 +78,8 @@ class BatchPositions:
 def position_columns(checks: dict[str, Column]) -> Columns:
     """The columns :func:`read_positions` reads for ``checks`` (kept by the caller)."""
     flags = [F.coalesce(check, F.lit(False)).alias(f"_invalid{i}") for i, check in enumerate(checks.values())]
-    return named([*_POSITIONS, *flags])
+    size = (F.coalesce(F.octet_length("key"), F.lit(0)) + F.coalesce(F.octet_length("value"), F.lit(0))).alias("_size")
+    return named([*_POSITIONS, size, *flags])
 
 
 def read_positions(
@@ -90,7 +95,9 @@ def read_positions(
     positions = select(records, columns if columns is not None else position_columns(checks))
     if not summarize:
         return positions_found(records, positions.toArrow(), checks)
-    summaries = positions.mapInArrow(_summarize, from_arrow_schema(_SUMMARY_ARROW)).toArrow()
+    # The summing tasks' rows are a position, its size and flags: small whatever the records.
+    with arrow_batches_cut_by_rows(records.sparkSession):
+        summaries = positions.mapInArrow(_summarize, from_arrow_schema(_SUMMARY_ARROW)).toArrow()
     return _from_summaries(records, summaries, checks, lambda: positions.select(*_POSITIONS).toArrow())
 
 
@@ -118,12 +125,15 @@ def _from_summaries(records: DataFrame, summaries: pa.Table, checks: dict[str, C
         if bad.num_rows:
             invalid[name] = bad.select(["topic", "partition", "offset"])
     count = pc.sum(chunks.column("count")).as_py() or 0
+    largest = pc.max(chunks.column("largest")).as_py() or 0
     ends: dict[tuple[str, int], int] = {}
     for topic, part, last in zip(*(chunks.column(c).to_pylist() for c in ("topic", "partition", "last_offset")), strict=True):
         ends[topic, part] = max(ends.get((topic, part), 0), last + 1)
     if in_order(chunks):
-        return BatchPositions(records.withColumn("o_ts", F.col("timestamp")), count, invalid, ends)
-    return BatchPositions(_with_order_time(records, every_position()), count, invalid, ends, in_order=False)
+        return BatchPositions(records.withColumn("o_ts", F.col("timestamp")), count, invalid, ends, largest=largest)
+    return BatchPositions(
+        _with_order_time(records, every_position()), count, invalid, ends, in_order=False, largest=largest
+    )
 
 
 def _summaries(positions: pa.Table) -> pa.Table:
@@ -137,15 +147,15 @@ def _summaries(positions: pa.Table) -> pa.Table:
 _SUMMARY_ARROW = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("source", pa.int32()), ("offset", pa.int64()),
     ("last_offset", pa.int64()), ("first_ts", pa.int64()), ("max_ts", pa.int64()), ("count", pa.int64()),
-    ("in_order", pa.bool_()),
+    ("in_order", pa.bool_()), ("largest", pa.int64()),
 ])
 
 
 def _summarize(batches):
     """A task's records summed up per run of consecutive offsets of a topic partition
     (the first and last offset, the timestamp at the first, the largest timestamp, the
-    count, and whether the timestamps never go down along the run), then its invalid
-    records. Runs of a partition held by different tasks never overlap."""
+    count, whether the timestamps never go down along the run, and the largest record's
+    bytes), then its invalid records. Runs of a partition held by different tasks never overlap."""
     gathered = [b for b in batches if b.num_rows]
     if not gathered:
         return
@@ -155,8 +165,9 @@ def _summarize(batches):
     part = table.column("partition").to_numpy()
     offset = table.column("offset").to_numpy()
     ts = table.column("timestamp").to_numpy()
+    size = table.column("_size").to_numpy()
     order = np.lexsort((offset, part, codes))
-    codes, part, offset, ts = codes[order], part[order], offset[order], ts[order]
+    codes, part, offset, ts, size = codes[order], part[order], offset[order], ts[order], size[order]
     starts = np.r_[True, (codes[1:] != codes[:-1]) | (part[1:] != part[:-1]) | (np.diff(offset) != 1)]
     first = np.flatnonzero(starts)
     last = np.r_[first[1:], len(ts)] - 1
@@ -168,6 +179,7 @@ def _summarize(batches):
         "last_offset": pa.array(offset[last]), "first_ts": pa.array(ts[first]),
         "max_ts": pa.array(np.maximum.reduceat(ts, first)), "count": pa.array(last - first + 1),
         "in_order": pa.array(~np.logical_or.reduceat(down, first)),
+        "largest": pa.array(np.maximum.reduceat(size, first).astype(np.int64)),
     })
     for i, flag in enumerate(c for c in table.column_names if c.startswith("_invalid")):
         bad = table.filter(table.column(flag))
@@ -178,7 +190,7 @@ def _summarize(batches):
                 "source": pa.array(np.full(m, i, np.int32)), "offset": bad.column("offset").combine_chunks(),
                 "last_offset": pa.nulls(m, pa.int64()), "first_ts": pa.nulls(m, pa.int64()),
                 "max_ts": pa.nulls(m, pa.int64()), "count": pa.nulls(m, pa.int64()),
-                "in_order": pa.nulls(m, pa.bool_()),
+                "in_order": pa.nulls(m, pa.bool_()), "largest": pa.nulls(m, pa.int64()),
             })
 
 

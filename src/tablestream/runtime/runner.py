@@ -32,6 +32,7 @@ from pyspark.sql import Column, DataFrame
 
 from ..errors import SchemaError
 from ..plan.topology import Topology
+from ..spark import arrow_batches_cut_by_rows
 from .analysis import analyze, empty_records
 from .batch import BatchContext, BatchOutput
 from .failures import FailureLog, ProcessingSettings, carefully, operating
@@ -64,6 +65,11 @@ _LARGE = 50_000
 # ones 0.03-0.12 s, 10,000-change ones 0.17-0.29 s; W2's 10,000-change batches alike;
 # at 1,000,000 orders, no slower: one change 0.12 s faster, 10,000 changes 0.2-0.3 s).
 _ONE_TASK = 20_000
+
+# The largest record (key and value bytes) of a large batch whose Python stages get
+# their rows in Arrow batches cut by rows only (10,000 rows of such records: 160 MiB at
+# most; see arrow_batches_cut_by_rows).
+_SMALL_RECORD = 16 * 1024
 
 _LOG = logging.getLogger(__name__)
 
@@ -186,7 +192,9 @@ class BatchRunner:
         found: BatchPositions | None,
     ) -> CollectedBatch:
         out = self.run(records, batch_id, careful=careful, committed=committed, positions=found)
-        return self._collect_run(out, None if writes is None else writes(self.last_positions.count))
+        positions = self.last_positions
+        with arrow_batches_cut_by_rows(records.sparkSession, _small_records(positions)):
+            return self._collect_run(out, None if writes is None else writes(positions.count))
 
     def _collect_run(self, out: BatchOutput, writes: ExecutorWrites | None) -> CollectedBatch:
         try:
@@ -393,6 +401,13 @@ _STOPPED = re.compile(
     r"java\.lang\.InterruptedException|java\.io\.InterruptedIOException|"
     r"java\.nio\.channels\.ClosedByInterruptException|SPARK_JOB_CANCELLED"
 )
+
+
+def _small_records(positions: BatchPositions) -> bool:
+    """Whether ``positions`` are a large batch's, its records all known to be small: Spark's
+    measure of each row's bytes costs a bulk batch's Python stages more than the rows'
+    sizes need (see :func:`~tablestream.spark.arrow_batches_cut_by_rows`)."""
+    return positions.count >= _LARGE and positions.largest is not None and positions.largest <= _SMALL_RECORD
 
 
 def query_stopped(error: BaseException) -> bool:
