@@ -45,6 +45,21 @@ def test_last_per_key_keeps_the_last_row_of_each_key_by_the_ordering_key():
     ]
 
 
+def test_last_per_key_comes_in_key_order_with_the_missing_key_one_key_last():
+    table = _rows(
+        {"kb": b"b", "vb": b"b0", **at(1, 0)},
+        {"kb": None, "vb": b"n1", **at(2, 1)},
+        {"kb": b"a", "vb": b"a2", **at(3, 2)},
+        {"kb": None, "vb": b"n3", **at(4, 3)},
+        {"kb": b"b", "vb": b"b4", **at(0, 4)},
+        {"kb": b"a", "vb": b"a5", **at(1, 5)},
+    )
+    out = last_per_key(table)
+    assert list(zip(out.column("kb").to_pylist(), out.column("vb").to_pylist(), strict=True)) == [
+        (b"a", b"a2"), (b"b", b"b0"), (None, b"n3"),
+    ]
+
+
 def test_last_per_key_by_another_column_and_of_no_rows():
     """The key column is a parameter; a table without rows comes back as it is."""
     table = _rows(
