@@ -2,12 +2,12 @@
 which of them cannot be read.
 
 One Spark job reads the batch's positions (topic, partition, offset, timestamp, the
-bytes of the record's key and value), with one flag per source: the record is among that source's topics and its key or value does
-not decode in the source's formats (or, for a table, it has no key). Each task sums up
-its records per run of consecutive offsets of a topic partition (offset range, first
-and largest timestamp, whether the timestamps never go back along the run, its largest
-record's bytes) and lists
-its invalid records, so only those summaries reach the driver (after a small batch,
+bytes of the record's key and value), with one flag per source: the record is among
+that source's topics and its key or value does not decode in the source's formats (or,
+for a table, it has no key). Each task sums up its records per run of consecutive
+offsets of a topic partition (offset range, first and largest timestamp, whether the
+timestamps never go back along the run, its largest record's bytes) and lists its
+invalid records, so only those summaries reach the driver (after a small batch,
 the next one brings its positions to the driver instead and sums them up there: a
 Python stage's fixed cost is repaid only by a large batch). From them:
 
@@ -155,7 +155,8 @@ def _summarize(batches):
     """A task's records summed up per run of consecutive offsets of a topic partition
     (the first and last offset, the timestamp at the first, the largest timestamp, the
     count, whether the timestamps never go down along the run, and the largest record's
-    bytes), then its invalid records. Runs of a partition held by different tasks never overlap."""
+    bytes), then its invalid records. Runs of a partition held by different tasks never
+    overlap."""
     gathered = [b for b in batches if b.num_rows]
     if not gathered:
         return
