@@ -48,7 +48,12 @@ def _run(servers: str, home: Path, app_id: str, events: str, per_batch: int, kil
         sys.executable, str(APP), str(home), "--bootstrap-servers", servers, "--app-id", app_id,
         "--events", events, "--out", f"{app_id}-out", "--records-per-batch", str(per_batch),
     ]
-    proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Spark's scratch directories (its executor's copies of the jars) beside ``home``: a
+    # killed JVM leaves them behind.
+    env = {**os.environ, "SPARK_LOCAL_DIRS": str(home.parent / f"{home.name}-spark-scratch")}
+    proc = subprocess.Popen(
+        command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
     if kill_after is None:
         _, err = proc.communicate(timeout=1800)
         assert proc.returncode == 0, err.decode()[-3000:]

@@ -47,13 +47,15 @@ def _run(
 ) -> int:
     """Run the application; with ``kill_after``, kill it then (counted from when the file
     ``after`` appears, if given) if it still runs. Its process group is killed at the end
-    either way (the driver, its JVM, Python workers, and whatever else it started)."""
+    either way (the driver, its JVM, Python workers, and whatever else it started).
+    Spark's scratch directories (its executor's copies of the jars, about 100 MB) go
+    beside ``home``: a killed JVM leaves them behind."""
     proc = subprocess.Popen(
         [sys.executable, str(APP), str(home), *args],
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=env,
+        env={**(os.environ if env is None else env), "SPARK_LOCAL_DIRS": str(home.parent / f"{home.name}-spark-scratch")},
     )
     try:
         if kill_after is None:
