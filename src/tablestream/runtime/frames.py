@@ -103,6 +103,18 @@ def arrow_decodable(dtype: DataType) -> bool:
     return isinstance(dtype, _ARROW_PARSED)
 
 
+def arrow_passable(dtype: DataType) -> bool:
+    """Whether values of ``dtype`` can pass through a Python stage as they are: Spark
+    writes them to Arrow and reads the same Arrow data back, untouched."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    try:
+        to_arrow_type(dtype)
+    except Exception:  # noqa: BLE001 - pyspark raises several kinds for a type Arrow cannot hold
+        return False
+    return True
+
+
 def nullable(dtype: DataType) -> DataType:
     """``dtype`` with every nested field nullable (as values decoded from JSON are)."""
     if isinstance(dtype, StructType):

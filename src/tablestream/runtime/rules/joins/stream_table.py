@@ -4,8 +4,12 @@ its ordering key, in a stage that keeps the join's own copy of the table
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
+from pyspark.sql.types import BinaryType, DataType, StructField, StructType
 
 from ....errors import CoPartitioningError
 from ....plan import joins
@@ -15,11 +19,14 @@ from ...frames import (
     ORDER,
     STREAM_COLUMNS,
     Frame,
+    arrow_decodable,
+    arrow_passable,
     canonical_bytes,
     from_canonical,
     key_bytes,
     key_from_bytes,
     named,
+    nullable,
     select,
     with_columns,
 )
@@ -84,21 +91,21 @@ class StreamTableRule(Rule):
         node = self.node
         if self.inputs is None:
             self.inputs = self._inputs(stream, table)
-        looked, log, matched, stream_cols, table_cols, unmatched, decoded_cols, unmatched_cols, result = self.inputs
+        looked, log, matched, stream_cols, table_cols, unmatched, decoded_cols, unmatched_cols, kernel, schema = self.inputs
         # A key that does not convert looks nothing up.
         records = logged(batch, with_columns(self.lookup_rows(stream), looked), log)
         table_rows = table.versions if table.versions is not None else table.df
         rows = select(records.where(matched), stream_cols).unionByName(select(table_rows, table_cols))
-        stage = batch.stage(self.store_names).run(
-            rows, "kb", stream_table.stream_table_join, stream_table.SCHEMA, skipped="_skip"
-        )
+        stage = batch.stage(self.store_names).run(rows, "kb", kernel, schema, skipped="_skip")
         looked_up = batch.persist(stage, node.name)
+        if node.kind != "left":
+            looked_up = looked_up.where(F.col("tv").isNotNull())  # an inner join: the records that met a row
         decoded = select(looked_up, decoded_cols)
         if node.kind == "left":
             # KIP-962: a record that looks nothing up still joins with null.
             decoded = decoded.unionByName(select(records.where(unmatched), unmatched_cols))
         joined = self.joiner.join(decoded, stream.value, table.value, key_undeclared=stream.key_undeclared)
-        df = joined.where(result).select(*STREAM_COLUMNS)
+        df = joined.select(*STREAM_COLUMNS)
         return Frame(
             df, "stream", stream.key_type, self.joiner.shape, key_json=stream.key_json,
             key_undeclared=stream.key_undeclared, positioned=stream.positioned,
@@ -114,21 +121,65 @@ class StreamTableRule(Rule):
         skip = F.when(F.col("value").isNull(), F.lit("null value: a stream-table join skips it (record skipped)"))
         if self.node.kind != "left":
             skip = skip.when(self.null_key(), F.lit("null join key: an inner join skips it (record skipped)"))
+        sk, sv, tv = _carried(stream, table)
+        kernel = functools.partial(stream_table.stream_table_join, table_type=tv.arrow_type)
+        schema = from_arrow_schema(stream_table.SCHEMA)
+        schema = StructType([
+            *(StructField(name, carried.stage_type, True) for name, carried in (("sk", sk), ("sv", sv), ("tv", tv))),
+            *schema.fields[3:],
+        ])
         return named((
             looked,
             log,
             (lookup.isNotNull() & F.col("value").isNotNull()) | skip.isNotNull(),
             [skip.alias("_skip"), lookup.alias("kb"), F.lit(stream_table.STREAM_RECORD).cast("tinyint").alias("kind"), nothing.alias("vb"),
-             key_bytes(stream).alias("sk"), canonical_bytes(F.col("value")).alias("sv"), "ts", *ORDER],
+             sk.into(F.col("key")).alias("sk"), sv.into(F.col("value")).alias("sv"), "ts", *ORDER],
             [F.lit(None).cast("string").alias("_skip"), self.keys.target_bytes(F.col("key")).alias("kb"), F.lit(stream_table.TABLE_CHANGE).cast("tinyint").alias("kind"),
-             canonical_bytes(F.col("new")).alias("vb"), nothing.alias("sk"), nothing.alias("sv"), "ts", *ORDER],
+             canonical_bytes(F.col("new")).alias("vb"), F.lit(None).cast(sk.stage_type).alias("sk"),
+             F.lit(None).cast(sv.stage_type).alias("sv"), "ts", *ORDER],
             lookup.isNull() & F.col("value").isNotNull(),
-            [key_from_bytes(F.col("sk"), stream).alias("key"),
-             from_canonical(F.col("sv"), stream.value.dtype).alias("l"),
-             from_canonical(F.col("tv"), table.value.dtype).alias("r"), "ts", *ORDER],
+            [sk.out_of(F.col("sk")).alias("key"), sv.out_of(F.col("sv")).alias("l"), tv.out_of(F.col("tv")).alias("r"),
+             "ts", *ORDER],
             ["key", F.col("value").alias("l"), F.lit(None).cast(table.value.dtype).alias("r"), "ts", *ORDER],
-            F.col("r").isNotNull() | F.lit(self.node.kind == "left"),
-        ))
+        )) + (kernel, schema)
+
+
+class _Carried:
+    """How a column crosses the join's stage: as it is (a type Spark's Arrow conversion
+    carries), as bytes, or (the table's values, which the stage reads from its store as
+    canonical bytes) decoded in the stage."""
+
+    def __init__(self, stage_type: DataType, into, out_of, arrow_type=None):
+        self.stage_type = stage_type
+        self.into = into
+        self.out_of = out_of
+        self.arrow_type = arrow_type
+
+
+def _carried(stream: Frame, table: Frame) -> tuple[_Carried, _Carried, _Carried]:
+    """The stream record's key and value pass through the stage as they are when Arrow
+    holds their type (an undeclared key, whose text need not be UTF-8, as its bytes);
+    otherwise as canonical bytes, decoded by Spark after. The table's value leaves the
+    stage decoded when Arrow reads its JSON exactly as Spark does (see
+    :func:`~tablestream.runtime.frames.arrow_decodable`)."""
+    binary = BinaryType()
+    key_type, value_type = (stream.df.schema[c].dataType for c in ("key", "value"))
+    if stream.key_undeclared:
+        sk = _Carried(binary, lambda c: c.cast("binary"), lambda c: c.cast("string"))
+    elif arrow_passable(key_type):
+        sk = _Carried(key_type, lambda c: c, lambda c: c)
+    else:
+        sk = _Carried(binary, lambda c: key_bytes(stream), lambda c: key_from_bytes(c, stream))
+    if arrow_passable(value_type):
+        sv = _Carried(value_type, lambda c: c, lambda c: c)
+    else:
+        sv = _Carried(binary, canonical_bytes, lambda c: from_canonical(c, stream.value.dtype))
+    dtype = table.value.dtype
+    if arrow_decodable(dtype):
+        tv = _Carried(nullable(dtype), None, lambda c: c, to_arrow_type(nullable(dtype)))
+    else:
+        tv = _Carried(binary, None, lambda c: from_canonical(c, dtype))
+    return sk, sv, tv
 
 
 class StreamGlobalTableRule(StreamTableRule):
