@@ -11,8 +11,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
     BooleanType,
+    CalendarIntervalType,
     DateType,
+    DayTimeIntervalType,
     DecimalType,
     DoubleType,
     IntegerType,
@@ -22,10 +25,12 @@ from pyspark.sql.types import (
     StructField,
     StructType,
     TimestampType,
+    VariantType,
 )
 
 from tablestream.runtime.frames import (
     arrow_decodable,
+    arrow_passable,
     canonical_bytes,
     from_canonical,
     nullable,
@@ -89,3 +94,23 @@ def test_decoding_a_string_with_escapes_and_line_breaks():
 )
 def test_types_decoded_in_arrow(dtype, arrow):
     assert arrow_decodable(dtype) is arrow
+
+
+@pytest.mark.parametrize(
+    ("dtype", "passes"),
+    [
+        (ORDER, True),
+        (StructType([StructField("at", TimestampType()), StructField("price", DecimalType(10, 2)),
+                     StructField("tags", MapType(StringType(), ArrayType(DoubleType()))),
+                     StructField("day", DateType()), StructField("raw", BinaryType())]), True),
+        (CalendarIntervalType(), False),
+        (DayTimeIntervalType(), False),
+        (VariantType(), False),
+        (StructType([StructField("ok", LongType()), StructField("span", CalendarIntervalType())]), False),
+        (MapType(StringType(), VariantType()), False),
+    ],
+)
+def test_types_that_cross_a_stage_as_they_are(dtype, passes):
+    """The types a stage's rows carry through Arrow untouched (a stream-table join's
+    stream key and value): the formats' SQL types, and structs, arrays and maps of them."""
+    assert arrow_passable(dtype) is passes

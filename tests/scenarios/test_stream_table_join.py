@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -672,3 +673,37 @@ def test_stream_rekeyed_by_a_callable_meets_the_table(spark):
         driver.create_input_topic(STREAM).pipe_input("b", "X1,T2", 6)
         driver.advance()
         assert driver.create_output_topic(INNER).read_records() == [R("T1", "X0,T1+Y1", 5)]
+
+
+def test_stream_values_of_every_sql_type_reach_the_output_unchanged(spark):
+    """The stream record's key and value cross the join's stage as they are, whatever
+    their types (a timestamp, a decimal, a double, a map, an array, a date, bytes),
+    and the table's value as the joiner reads it: exact, in both joins."""
+    builder = StreamsBuilder()
+    schema = "at TIMESTAMP, price DECIMAL(10,2), ratio DOUBLE, tags MAP<STRING, BIGINT>, seen ARRAY<DATE>, raw BYTES"
+    stream = builder.stream(STREAM, key_schema="BIGINT", value_schema=schema)
+    table = builder.table(TABLE, key_schema="BIGINT", value_schema="name STRING, n INT")
+    joiner = ("struct(left.at AS at, left.price AS price, left.ratio AS ratio, left.tags AS tags, "
+              "left.seen AS seen, left.raw AS raw, right.name AS name, right.n AS n)")
+    stream.join(table, joiner).to(INNER)
+    stream.left_join(table, joiner).to(LEFT)
+    # ksqlDB's JSON: a TIMESTAMP in epoch milliseconds, a DATE in epoch days.
+    value = {"at": 1_767_323_045_123, "price": Decimal("12.34"), "ratio": 0.1, "tags": {"a": 1, "b": None},
+             "seen": [20_455, None], "raw": b"\x00\x01\xff"}
+    with TestDriver(builder.build(), spark=spark, batched=True) as driver:
+        streams, tables = driver.create_input_topic(STREAM), driver.create_input_topic(TABLE)
+        inner, left = driver.create_output_topic(INNER), driver.create_output_topic(LEFT)
+        tables.pipe_input(7, {"name": "seven", "n": 70}, 1)
+        driver.advance()
+        other = {**value, "ratio": -2.5e-300, "tags": {}}
+        streams.pipe_input(7, value, 10)
+        streams.pipe_input(8, other, 11)
+        driver.advance()
+        # The output's JSON, as Spark writes each type (ISO-8601 times, base64 bytes).
+        written = {"at": "2026-01-02T03:04:05.123Z", "price": 12.34, "ratio": 0.1, "tags": {"a": 1, "b": None},
+                   "seen": ["2026-01-02", None], "raw": "AAH/"}
+        assert inner.read_records() == [R(7, {**written, "name": "seven", "n": 70}, 10)]
+        assert by_key(left.read_records()) == by_key([
+            R(7, {**written, "name": "seven", "n": 70}, 10),
+            R(8, {**written, "ratio": -2.5e-300, "tags": {}, "name": None, "n": None}, 11),
+        ])

@@ -25,15 +25,23 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
     BooleanType,
     ByteType,
     DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
     IntegerType,
     LongType,
+    MapType,
     ShortType,
     StringType,
     StructField,
     StructType,
+    TimestampNTZType,
+    TimestampType,
 )
 
 from ..storage.undeclared import NON_PRINTABLE
@@ -103,16 +111,23 @@ def arrow_decodable(dtype: DataType) -> bool:
     return isinstance(dtype, _ARROW_PARSED)
 
 
-def arrow_passable(dtype: DataType) -> bool:
-    """Whether values of ``dtype`` can pass through a Python stage as they are: Spark
-    writes them to Arrow and reads the same Arrow data back, untouched."""
-    from pyspark.sql.pandas.types import to_arrow_type
+_ARROW_CARRIED = (
+    BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType, StringType,
+    BinaryType, DateType, TimestampType, TimestampNTZType,
+)
 
-    try:
-        to_arrow_type(dtype)
-    except Exception:  # noqa: BLE001 - pyspark raises several kinds for a type Arrow cannot hold
-        return False
-    return True
+
+def arrow_passable(dtype: DataType) -> bool:
+    """Whether values of ``dtype`` can pass through a Python stage as they are (Spark
+    writes them to Arrow and reads the same Arrow data back, untouched): the SQL types
+    of the formats' values, and structs, arrays and maps of them."""
+    if isinstance(dtype, StructType):
+        return all(arrow_passable(f.dataType) for f in dtype.fields)
+    if isinstance(dtype, ArrayType):
+        return arrow_passable(dtype.elementType)
+    if isinstance(dtype, MapType):
+        return arrow_passable(dtype.keyType) and arrow_passable(dtype.valueType)
+    return isinstance(dtype, _ARROW_CARRIED)
 
 
 def nullable(dtype: DataType) -> DataType:

@@ -345,4 +345,6 @@ def _schemas(schema):
         schema = from_arrow_schema(schema)
     elif isinstance(schema, str):
         schema = _parse_datatype_string(schema)
-    return schema, to_arrow_schema(schema)
+    # A timestamp's Arrow type names a zone; its values (microseconds since the epoch)
+    # read the same in any, and Spark reads them so.
+    return schema, to_arrow_schema(schema, timezone="UTC")
