@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tablestream.runtime.kernels.table_join import SCHEMA, table_join
 
@@ -67,3 +69,41 @@ def test_replayed_batch_gives_the_same_rows(stores):
     assert _run(stores, 2, (K1, RIGHT, None, 4, 3)) == [
         _join(K1, (cb("b"), 3, cb("b"), 3), (cb("x"), 2, None, None), 4),
     ]
+
+
+def _reference(batches: list[list[tuple]]) -> list[list[dict]]:
+    """Each batch's output, one change at a time: both sides' rows before the batch and
+    after its changes in the ordering key's order."""
+    state: list[dict[bytes, tuple]] = [{}, {}]
+    outputs = []
+    for rows in batches:
+        before = [dict(s) for s in state]
+        won: dict[tuple[bytes, int], int] = {}
+        for kb, side, value, ts, _off in sorted(rows, key=lambda r: (r[3], r[4])):
+            state[side][kb] = (value, ts if value is not None else None)
+            won[kb, side] = ts
+        out = []
+        for kb in sorted({kb for kb, _ in won}):
+            old, new = (before[s].get(kb, (None, None)) for s in (0, 1)), (state[s].get(kb, (None, None)) for s in (0, 1))
+            (l_old, r_old), (l_new, r_new) = old, new
+            out.append(_join(kb, (*l_old, *l_new), (*r_old, *r_new), max(ts for (k, _), ts in won.items() if k == kb)))
+        outputs.append(out)
+    return outputs
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1), st.integers(0, 6), st.booleans()),
+                         max_size=12), min_size=1, max_size=3))
+def test_as_a_change_at_a_time(tmp_path_factory, batches):
+    """Random batches of changes (deletes among them) to both sides over a few keys give,
+    batch after batch, what applying them one at a time in the ordering key's order gives."""
+    from .rows import Stores
+
+    stores = Stores(tmp_path_factory.mktemp("tj"))
+    offsets = iter(range(10_000))
+    made = []
+    for b in batches:
+        made.append([(cb(k), side, None if deletes else cb(f"v{off}"), ts, off)
+                     for (k, side, ts, deletes), off in zip(b, offsets, strict=False)])
+    for batch_id, (rows, expected) in enumerate(zip(made, _reference(made), strict=True)):
+        assert _run(stores, batch_id, *rows) == expected
