@@ -294,6 +294,10 @@ def _prefix_reads(session):
     return list(session.prefix_items(b""))
 
 
+def _prefix_reads_descending(session):
+    return list(session.prefix_items(b"", reverse=True))
+
+
 def _scans(session):
     owner, keys, values = session.prefix_scan_before([b"a", b"c"])
     return owner.tolist(), keys.to_pylist(), values.to_pylist()
@@ -308,6 +312,7 @@ def _bulk_reads(session):
     [
         (_reads, [b"6", None]),
         (_prefix_reads, sorted(FINAL.items())),
+        (_prefix_reads_descending, sorted(FINAL.items(), reverse=True)),
         (_scans, ([0, 1], [b"", b""], [b"6", b"7"])),
         (_bulk_reads, [b"6", None, b"7"]),
     ],

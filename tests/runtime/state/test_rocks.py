@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from tablestream.runtime.state.rocks import RocksStore
+from tablestream.runtime.state.versioning import Version
 
 from .stores import dump, run
 
@@ -54,5 +55,23 @@ def test_a_multi_get_in_a_store_without_keys_finds_none_and_one_with_keys_finds_
         assert db.version() is not None
         assert db.get_all(keys).to_pylist() == [db.get([b"a"])[0], db.get([b"b"])[0], None]
         assert db.get_all(keys)[0].as_py() is not None
+    finally:
+        db.close()
+
+
+def test_keys_under_a_prefix_in_descending_order(tmp_path):
+    """The last key under a prefix first, neighbours on both sides left out (a key of
+    0xFF bytes, the prefix alone, the next prefix), and, going on from a key, the ones
+    before it."""
+    db = RocksStore(tmp_path / "db")
+    try:
+        keys = [b"g0|z", b"g1", b"g1|", b"g1|a", b"g1|b\xff", b"g1|\xff\xff", b"g1}", b"g2|a"]
+        db.write(pa.array(keys, pa.binary()), pa.array([k.upper() for k in keys], pa.binary()), Version(0, "c"), None)
+        assert [k for k, _ in db.items(b"g1|", reverse=True)] == [b"g1|\xff\xff", b"g1|b\xff", b"g1|a", b"g1|"]
+        assert [k for k, _ in db.items(b"g1|")] == [b"g1|", b"g1|a", b"g1|b\xff", b"g1|\xff\xff"]
+        assert list(db.items(b"g1|", after=b"g1|b\xff", reverse=True)) == [(b"g1|a", b"G1|A"), (b"g1|", b"G1|")]
+        assert [k for k, _ in db.items(b"g2|", reverse=True)] == [b"g2|a"]  # the last key of the database
+        assert list(db.items(b"g3", reverse=True)) == []
+        assert [k for k, _ in db.items(b"", reverse=True)] == list(reversed(keys))
     finally:
         db.close()

@@ -208,3 +208,25 @@ def test_get_before_all_may_precede_get_and_put_all_and_comes_before_writes(layo
         with pytest.raises(StoreError, match="get_before_all must come before the session's writes"):
             session.get_before_all(pa.array([b"a"]))
     assert dump(layout, 3) == {b"a": b"3"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from([b"g1|", b"g1|a", b"g1|b", b"g1|\xff", b"g0|z", b"g2|"]),
+                       st.one_of(st.none(), st.binary(min_size=1, max_size=2))), max_size=8),
+    st.lists(st.tuples(st.sampled_from([b"g1|a", b"g1|c", b"g1|\xff", b"g1|\xff\x00", b"g2|a"]),
+                       st.one_of(st.none(), st.binary(min_size=1, max_size=2))), max_size=6),
+)
+def test_prefix_items_in_descending_order_are_the_ascending_ones_reversed(tmp_path_factory, stored, written):
+    """Stored keys, this batch's writes (deletes among them) not yet committed, as they
+    are now and as they were before the batch: the descending walk gives exactly the
+    ascending one, reversed."""
+    layout = StoreLayout(tmp_path_factory.mktemp("l"), tmp_path_factory.mktemp("d"))
+    keys = list(dict(stored))
+    run(layout, 0, keys, [dict(stored)[k] for k in keys])
+    with StoreSession(layout, "s", 0, 1) as session:
+        new = dict(written)
+        session.put(list(new), list(new.values()))
+        for before in (False, True):
+            ascending = list(session.prefix_items(b"g1|", before=before))
+            assert list(session.prefix_items(b"g1|", before=before, reverse=True)) == ascending[::-1]

@@ -130,12 +130,10 @@ def extreme_groups(table: pa.Table, session: StoreSession, *, which: str, stream
 
 
 def _extreme(session: StoreSession, gkb: bytes, which: str, *, before: bool) -> bytes | None:
-    found = None
-    for _, value in session.prefix_items(_group_prefix(gkb), before=before):
-        if which == "min":
-            return value
-        found = value
-    return found
+    """The group's first (min) or last (max) live index entry: one seek either way."""
+    for _, value in session.prefix_items(_group_prefix(gkb), before=before, reverse=which == "max"):
+        return value
+    return None
 
 
 

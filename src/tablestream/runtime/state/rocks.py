@@ -72,6 +72,13 @@ BLOCK_CACHE_BYTES = 64 << 20
 _block_cache: Cache | None = None
 
 
+def _successor(prefix: bytes) -> bytes:
+    """The first byte string past every one starting with ``prefix`` (which starts with
+    :data:`_DATA`, so one exists)."""
+    kept = prefix.rstrip(b"\xff")
+    return kept[:-1] + bytes([kept[-1] + 1])
+
+
 def _options() -> Options:
     global _block_cache
     options = Options(raw_mode=True)
@@ -183,23 +190,39 @@ class RocksStore:
         finally:
             del cursor
 
-    def items(self, prefix: bytes, after: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+    def items(
+        self, prefix: bytes, after: bytes | None = None, *, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
         """(key, entry) of every key starting with ``prefix``, in key order (with
-        ``after``: of those after that key)."""
+        ``after``: of those after that key); with ``reverse``, in descending key order
+        (``after``: of those before that key), from the last one on."""
         full = _DATA + prefix
         cursor = self._db.iter()
         try:
             with self._checked():
-                # RocksDB iterates in key order from the prefix: stop at the first key past it.
-                cursor.seek(full if after is None else _DATA + after)
-                if after is not None and cursor.valid() and cursor.key() == _DATA + after:
-                    cursor.next()
+                if reverse:
+                    # RocksDB seeks the last key at or before the one given: the first key
+                    # past every key under the prefix, or the key read last.
+                    bound = _DATA + after if after is not None else _successor(full)
+                    cursor.seek_for_prev(bound)
+                    if cursor.valid() and cursor.key() >= bound:
+                        cursor.prev()
+                else:
+                    # RocksDB iterates in key order from the prefix: stop at the first key past it.
+                    cursor.seek(full if after is None else _DATA + after)
+                    if after is not None and cursor.valid() and cursor.key() == _DATA + after:
+                        cursor.next()
                 while cursor.valid():
                     key = cursor.key()
                     if not key.startswith(full):
                         return
                     yield key[1:], cursor.value()
-                    cursor.next()
+                    # (No bound method kept: the cursor must go with ``del`` below, or
+                    # the database cannot close while a damaged one is rebuilt.)
+                    if reverse:
+                        cursor.prev()
+                    else:
+                        cursor.next()
                 cursor.status()  # an iterator stopped by a damaged block is not at the end
         finally:
             del cursor

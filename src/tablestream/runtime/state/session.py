@@ -246,14 +246,14 @@ class StoreSession:
         self._db = self._files.restore(self._expected, self._unusable)
         self._rebuilt = True
 
-    def _stored_items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    def _stored_items(self, prefix: bytes, reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
         """:meth:`RocksStore.items` under ``prefix``, going on from the last key read in
         a rebuilt database when RocksDB finds this one damaged on the way."""
         after = None
         while True:
             assert self._db is not None, "store session is not open"
             try:
-                for key, entry in self._db.items(prefix, after=after):
+                for key, entry in self._db.items(prefix, after=after, reverse=reverse):
                     yield key, entry
                     after = key
                 return
@@ -290,9 +290,12 @@ class StoreSession:
             out.append(value)
         return out
 
-    def prefix_items(self, prefix: bytes, *, before: bool = False) -> Iterator[tuple[bytes, bytes]]:
-        """(key, value) of every live key starting with ``prefix``, in key order; with
-        ``before=True`` as they were before this batch."""
+    def prefix_items(
+        self, prefix: bytes, *, before: bool = False, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of every live key starting with ``prefix``, in key order (with
+        ``reverse``, descending, from the last one); with ``before=True`` as they were
+        before this batch."""
         assert self._db is not None
         self._check_not_bulk()
         if self._pending_sorted is None:
@@ -302,8 +305,10 @@ class StoreSession:
             (k, self._pending[k])
             for k in itertools.takewhile(lambda k: k.startswith(prefix), self._pending_sorted[start:])
         ]
-        stored = self._stored_items(prefix)
-        for key, entry in _merge_sorted(stored, pending, stop=lambda k: not k.startswith(prefix)):
+        if reverse:
+            pending.reverse()
+        stored = self._stored_items(prefix, reverse)
+        for key, entry in _merge_sorted(stored, pending, stop=lambda k: not k.startswith(prefix), descending=reverse):
             value = value_before(entry, self.batch_id) if before else decode_entry(entry)[1]
             if value is not None:
                 yield key, value
@@ -445,16 +450,22 @@ class StoreSession:
 
 
 def _merge_sorted(
-    stored: Iterable[tuple[bytes, bytes]], pending: Iterable[tuple[bytes, bytes]], stop: Callable[[bytes], bool]
+    stored: Iterable[tuple[bytes, bytes]], pending: Iterable[tuple[bytes, bytes]], stop: Callable[[bytes], bool],
+    *, descending: bool = False,
 ) -> Iterator[tuple[bytes, bytes]]:
-    """Merge RocksDB's sorted (key, entry) stream with this batch's pending writes;
-    pending wins; an empty pending entry is a dropped key."""
+    """Merge RocksDB's sorted (key, entry) stream with this batch's pending writes,
+    both in ascending key order (``descending``: both descending); pending wins; an
+    empty pending entry is a dropped key."""
     pending = list(pending)
+
+    def ahead(a: bytes, b: bytes) -> bool:  # whether ``a`` comes before ``b`` in the walk
+        return a > b if descending else a < b
+
     i = 0
     for key, entry in stored:
         if stop(key):
             break
-        while i < len(pending) and pending[i][0] < key:
+        while i < len(pending) and ahead(pending[i][0], key):
             if pending[i][1]:
                 yield pending[i]
             i += 1
